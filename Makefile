@@ -1,0 +1,56 @@
+# iggy-s3-sink — one entry point for building, testing and the demo.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/.bin
+GOARCH ?= $(shell $(GO) env GOARCH)
+PY_TOOLS := moto_server cfn-lint
+export PATH := $(BIN):$(PATH)
+
+.PHONY: all demo test tools py-tools fmt-check vet unit bench bootstrap build-SinkFunction clean
+
+all: test
+
+## demo: drain sample traffic from an in-process Iggy broker into an in-process S3 (no setup, no network)
+demo:
+	$(GO) run ./cmd/poller demo
+
+## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the tests)
+test: tools py-tools fmt-check vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie) into .bin/
+tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie
+
+$(BIN)/versitygw: go.mod
+	$(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
+
+$(BIN)/aws-lambda-rie: go.mod
+	$(GO) build -o $@ github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+## py-tools: moto_server and cfn-lint from the machine, else from PyPI
+py-tools:
+	@for t in $(PY_TOOLS); do command -v $$t >/dev/null || { \
+	  echo "installing Python test tools"; \
+	  python3 -m pip install --quiet "moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.110.0"; break; }; done
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## bench: the benchmarks quoted in the README and issue notes
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+## bootstrap: the Lambda binary for provided.al2023 (GOARCH=arm64 by default for deployment)
+bootstrap:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bootstrap ./cmd/lambda
+
+# sam build (BuildMethod: makefile) calls this target with ARTIFACTS_DIR set.
+build-SinkFunction:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(if $(filter x86_64,$(ARCH)),amd64,$(or $(ARCH),arm64)) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./cmd/lambda
+
+clean:
+	rm -rf $(BIN) bootstrap .aws-sam

@@ -1,0 +1,24 @@
+package batch
+
+// Message is one Iggy message as the sink reads it from a partition.
+// The sink owns every slice in it: a source copies payload and header bytes
+// out of the client's reply buffer before it hands a Message on.
+type Message struct {
+	// Offset is the message's offset in its partition, from 0.
+	Offset uint64
+	// Timestamp is the server's append time in microseconds since the Unix epoch.
+	Timestamp uint64
+	// Headers holds the user headers in Iggy's wire form: repeated
+	// [key_kind:u8][key_len:u32 LE][key][value_kind:u8][value_len:u32 LE][value].
+	// Empty when the message has none.
+	Headers []byte
+	// Payload is the message body as the producer sent it.
+	Payload []byte
+}
+
+// Partition names the partition a batch belongs to.
+type Partition struct {
+	Stream string
+	Topic  string
+	ID     uint32
+}

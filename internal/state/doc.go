@@ -1,0 +1,20 @@
+// Package state keeps each partition's delivery state (lease, unfinished intent, last written
+// offset, counters) in DynamoDB, with conditional writes so two runs can never both advance a partition.
+//
+// One table, string partition key "pk" = Key.ID(); one item per (group, stream, topic, partition):
+//
+//	pk            S     Key.ID(): group/stream/topic/partition, '%' and '/' in names escaped as %25 and %2F
+//	group_name, stream_name, topic_name S; partition_id N   the Key, readable without parsing pk
+//	lease_owner   S     run holding the lease; "" when released
+//	lease_expires N     lease expiry, Unix milliseconds; 0 when released
+//	version       N     +1 on every successful write; every write but Acquire is conditional on it
+//	has_written   BOOL  whether last_written is meaningful
+//	last_written  N     last offset durably written to S3 (inclusive) or skipped as a reported gap
+//	intent_first, intent_last N; intent_key S   the unfinished object; intent_key "" (and 0, 0) when none
+//	objects, messages, bytes, gap_messages N    counters (absent = 0)
+//	updated_at    N     time of the last write, Unix milliseconds
+//	write_id      S     random id of the last write but Acquire; recognises a retried write that already applied
+//
+// Cleared attributes are overwritten with ""/0 instead of removed (minidyn ignores top-level REMOVE).
+// Times are kept at millisecond precision by both stores, so Memory and Dynamo return identical States.
+package state

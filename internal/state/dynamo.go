@@ -1,0 +1,372 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoAPI is the part of *dynamodb.Client the store uses.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+}
+
+// Dynamo is a Store on one DynamoDB table (layout in the package doc). Each write is a single
+// conditional UpdateItem; throttling and transient errors are left to the client's retryer.
+type Dynamo struct {
+	client DynamoAPI
+	table  string
+	now    func() time.Time
+	// tablePoll is how often EnsureTable re-checks a table that is still being created.
+	tablePoll time.Duration
+}
+
+var _ Store = (*Dynamo)(nil)
+
+// NewDynamo returns a store on table; now == nil means time.Now.
+func NewDynamo(client DynamoAPI, table string, now func() time.Time) *Dynamo {
+	if now == nil {
+		now = time.Now
+	}
+	return &Dynamo{client: client, table: table, now: now, tablePoll: time.Second}
+}
+
+// attribute names; placeholders "#x" in expressions map to names[x].
+var names = map[string]string{
+	"pk": attrPK, "grp": attrGroup, "stream": attrStream, "topic": attrTopic, "part": attrPartition,
+	"owner": attrOwner, "exp": attrExpires, "ver": attrVersion, "hw": attrHasWritten, "lw": attrLastWritten,
+	"if": attrIntentFirst, "il": attrIntentLast, "ik": attrIntentKey,
+	"objs": attrObjects, "msgs": attrMessages, "bytes": attrBytes, "gap": attrGapMessages, "upd": attrUpdatedAt, "wid": attrWriteID,
+}
+
+var (
+	namePlaceholder  = regexp.MustCompile(`#\w+`)
+	valuePlaceholder = regexp.MustCompile(`:\w+`)
+)
+
+// update runs one conditional UpdateItem. DynamoDB rejects unused placeholders, so only the
+// names and values the expressions mention are sent.
+func (d *Dynamo) update(ctx context.Context, key Key, update, cond string, vals map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(d.table),
+		Key:                                 map[string]types.AttributeValue{attrPK: str(key.ID())},
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	for _, p := range namePlaceholder.FindAllString(update+" "+cond, -1) {
+		n, ok := names[p[1:]]
+		if !ok {
+			panic("state: unknown attribute placeholder " + p)
+		}
+		in.ExpressionAttributeNames[p] = n
+	}
+	for _, p := range valuePlaceholder.FindAllString(update+" "+cond, -1) {
+		v, ok := vals[p]
+		if !ok {
+			panic("state: missing expression value " + p)
+		}
+		in.ExpressionAttributeValues[p] = v
+	}
+	out, err := d.client.UpdateItem(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
+}
+
+// Acquire implements Store.
+func (d *Dynamo) Acquire(ctx context.Context, key Key, owner string, ttl time.Duration) (State, error) {
+	if err := checkAcquire(key, owner, ttl); err != nil {
+		return State{}, err
+	}
+	now := d.now().UnixMilli()
+	attrs, err := d.update(ctx, key,
+		"SET #grp = :grp, #stream = :stream, #topic = :topic, #part = :part, #owner = :me, #exp = :exp, #upd = :now ADD #ver :one",
+		"attribute_not_exists(#pk) OR attribute_not_exists(#owner) OR #owner = :none OR #owner = :me OR #exp <= :now",
+		map[string]types.AttributeValue{
+			":none": str(""), ":grp": str(key.Group), ":stream": str(key.Stream), ":topic": str(key.Topic),
+			":part": num(uint64(key.Partition)), ":me": str(owner), ":exp": numInt(now + ttl.Milliseconds()),
+			":now": numInt(now), ":one": num(1),
+		})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			old, _ := decodeItem(ccf.Item)
+			return State{}, heldError(key, old.Owner, old.LeaseExpires)
+		}
+		return State{}, d.wrap("acquire", key, err)
+	}
+	return d.decode("acquire", key, attrs)
+}
+
+// write is one lease-and-version-conditioned update; extraCond guards intent presence. Each write
+// stores a random write_id: the SDK retries a write whose reply was lost, the retry then fails its
+// own version check, and the id (plus applied, as a cross-check) shows the first attempt took effect.
+func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duration, set, extraCond string,
+	vals map[string]types.AttributeValue, applied func(State) bool) (State, error) {
+	now := d.now().UnixMilli()
+	writeID := rand.Text()
+	vals[":me"], vals[":v"], vals[":now"], vals[":one"], vals[":wid"] = str(s.Owner), numInt(s.Version), numInt(now), num(1), str(writeID)
+	update := "SET #upd = :now, #wid = :wid"
+	if ttl > 0 {
+		update += ", #exp = :exp"
+		vals[":exp"] = numInt(now + ttl.Milliseconds())
+	}
+	update += set
+	cond := "#owner = :me AND #ver = :v" + extraCond
+	attrs, err := d.update(ctx, s.Key, update, cond, vals)
+	if err == nil {
+		return d.decode(op, s.Key, attrs)
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return State{}, d.wrap(op, s.Key, err)
+	}
+	if len(ccf.Item) == 0 {
+		return State{}, lostError(op, s, State{}, false)
+	}
+	old, derr := decodeItem(ccf.Item)
+	if derr != nil {
+		return State{}, fmt.Errorf("%w: %s %s in table %q: %w", ErrLeaseLost, op, s.Key, d.table, derr)
+	}
+	if wid, ok := ccf.Item[attrWriteID].(*types.AttributeValueMemberS); ok && wid.Value == writeID &&
+		old.Owner == s.Owner && old.Version == s.Version+1 && applied(old) {
+		return old, nil
+	}
+	if old.Owner == s.Owner && old.Version == s.Version {
+		return State{}, intentMismatch(op, s)
+	}
+	return State{}, lostError(op, s, old, true)
+}
+
+// noIntent guards writes that need no unfinished intent. Cleared attributes are set to ""/0
+// rather than REMOVEd: minidyn v0.8.2 ignores top-level REMOVE.
+const noIntent = " AND (attribute_not_exists(#ik) OR #ik = :none)"
+
+// SetIntent implements Store.
+func (d *Dynamo) SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error) {
+	if err := checkSetIntent(s, in, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "set intent", s, ttl, ", #if = :if, #il = :il, #ik = :ik ADD #ver :one", noIntent,
+		map[string]types.AttributeValue{":if": num(in.First), ":il": num(in.Last), ":ik": str(in.ObjectKey), ":none": str("")},
+		func(old State) bool { return old.Intent != nil && *old.Intent == in })
+}
+
+// Complete implements Store.
+func (d *Dynamo) Complete(ctx context.Context, s State, done Done, ttl time.Duration) (State, error) {
+	if err := checkComplete(s, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "complete", s, ttl,
+		", #lw = :lw, #hw = :true, #if = :zero, #il = :zero, #ik = :none ADD #ver :one, #objs :one, #msgs :msgs, #bytes :bytes, #gap :gap",
+		" AND #if = :if AND #il = :lw AND #ik = :ik",
+		map[string]types.AttributeValue{
+			":if": num(s.Intent.First), ":lw": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":zero": num(0), ":none": str(""), ":true": &types.AttributeValueMemberBOOL{Value: true},
+			":msgs": num(done.Messages), ":bytes": num(done.Bytes), ":gap": num(done.GapMessages),
+		},
+		func(old State) bool {
+			return old.Intent == nil && old.HasWritten && old.LastWritten == s.Intent.Last && old.Objects == s.Objects+1 &&
+				old.Messages == s.Messages+done.Messages && old.Bytes == s.Bytes+done.Bytes && old.GapMessages == s.GapMessages+done.GapMessages
+		})
+}
+
+// Abandon implements Store.
+func (d *Dynamo) Abandon(ctx context.Context, s State, ttl time.Duration) (State, error) {
+	if err := checkAbandon(s, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "abandon", s, ttl, ", #if = :zero, #il = :zero, #ik = :none ADD #ver :one",
+		" AND #if = :if AND #il = :il AND #ik = :ik",
+		map[string]types.AttributeValue{":if": num(s.Intent.First), ":il": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":zero": num(0), ":none": str("")},
+		func(old State) bool {
+			return old.Intent == nil && old.HasWritten == s.HasWritten && old.LastWritten == s.LastWritten && old.Objects == s.Objects
+		})
+}
+
+// Skip implements Store.
+func (d *Dynamo) Skip(ctx context.Context, s State, lastWritten, gapMessages uint64, ttl time.Duration) (State, error) {
+	if err := checkSkip(s, lastWritten, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "skip", s, ttl, ", #lw = :lw, #hw = :true ADD #ver :one, #gap :gap", noIntent,
+		map[string]types.AttributeValue{
+			":none": str(""), ":lw": num(lastWritten), ":true": &types.AttributeValueMemberBOOL{Value: true}, ":gap": num(gapMessages),
+		},
+		func(old State) bool {
+			return old.Intent == nil && old.HasWritten && old.LastWritten == lastWritten && old.GapMessages == s.GapMessages+gapMessages
+		})
+}
+
+// Renew implements Store.
+func (d *Dynamo) Renew(ctx context.Context, s State, ttl time.Duration) (State, error) {
+	if err := checkHeld("renew", s, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "renew", s, ttl, " ADD #ver :one", "", map[string]types.AttributeValue{},
+		func(old State) bool {
+			return old.LastWritten == s.LastWritten && old.Objects == s.Objects && (old.Intent == nil) == (s.Intent == nil)
+		})
+}
+
+// Release implements Store.
+func (d *Dynamo) Release(ctx context.Context, s State) error {
+	if s.Owner == "" {
+		return nil
+	}
+	if err := s.Key.Validate(); err != nil {
+		return err
+	}
+	_, err := d.write(ctx, "release", s, 0, ", #owner = :none, #exp = :zero ADD #ver :one", "",
+		map[string]types.AttributeValue{":none": str(""), ":zero": num(0)},
+		func(State) bool { return false }) // a released item has no owner, so a lost reply is just "lost"
+	if errors.Is(err, ErrLeaseLost) {
+		logReleaseLost(ctx, s, err)
+		return nil
+	}
+	return err
+}
+
+// Get implements Store; the read is strongly consistent.
+func (d *Dynamo) Get(ctx context.Context, key Key) (State, bool, error) {
+	if err := key.Validate(); err != nil {
+		return State{}, false, err
+	}
+	out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(d.table),
+		Key:            map[string]types.AttributeValue{attrPK: str(key.ID())},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return State{}, false, d.wrap("get", key, err)
+	}
+	if len(out.Item) == 0 {
+		return State{}, false, nil
+	}
+	s, err := d.decode("get", key, out.Item)
+	return s, err == nil, err
+}
+
+func (d *Dynamo) decode(op string, key Key, item map[string]types.AttributeValue) (State, error) {
+	s, err := decodeItem(item)
+	if err != nil {
+		return State{}, fmt.Errorf("state: %s %s in table %q: %w", op, key, d.table, err)
+	}
+	if s.Key != key {
+		return State{}, fmt.Errorf("state: %s %s in table %q: item names key %s", op, key, d.table, s.Key)
+	}
+	return s, nil
+}
+
+func (d *Dynamo) wrap(op string, key Key, err error) error {
+	var rnf *types.ResourceNotFoundException
+	if errors.As(err, &rnf) {
+		return fmt.Errorf("state: %s %s: %w", op, key, d.missing(err))
+	}
+	return fmt.Errorf("state: %s %s in table %q: %w", op, key, d.table, err)
+}
+
+func (d *Dynamo) missing(err error) error {
+	return fmt.Errorf("%w: table %q (create it with the SAM template, or run the poller which creates it): %w", ErrTableMissing, d.table, err)
+}
+
+// Check verifies the table exists and has the expected key, for runs that must not create it.
+func (d *Dynamo) Check(ctx context.Context) error {
+	out, err := d.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(d.table)})
+	if err != nil {
+		var rnf *types.ResourceNotFoundException
+		if errors.As(err, &rnf) {
+			return d.missing(err)
+		}
+		return fmt.Errorf("state: describe table %q: %w", d.table, err)
+	}
+	return d.checkSchema(out.Table)
+}
+
+func (d *Dynamo) checkSchema(t *types.TableDescription) error {
+	if t == nil {
+		return fmt.Errorf("state: describe table %q: no table description in reply", d.table)
+	}
+	ks := t.KeySchema
+	ok := len(ks) == 1 && ks[0].KeyType == types.KeyTypeHash && aws.ToString(ks[0].AttributeName) == attrPK
+	for _, a := range t.AttributeDefinitions { // minidyn leaves these out
+		if aws.ToString(a.AttributeName) == attrPK && a.AttributeType != types.ScalarAttributeTypeS {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("state: table %q must have exactly one key, a string partition key %q", d.table, attrPK)
+	}
+	return nil
+}
+
+// EnsureTable creates the table (on-demand billing) if it is missing and waits until it is usable.
+// For the poller; the Lambda uses Check, since the SAM template owns the table there.
+func (d *Dynamo) EnsureTable(ctx context.Context) error {
+	if err := d.Check(ctx); err == nil || !errors.Is(err, ErrTableMissing) {
+		if err == nil {
+			return d.waitActive(ctx)
+		}
+		return err
+	}
+	_, err := d.client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(d.table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) { // another poller creating it at the same time is fine
+		return fmt.Errorf("state: create table %q: %w", d.table, err)
+	}
+	return d.waitActive(ctx)
+}
+
+// waitActive polls until the table is ACTIVE; an empty status counts as ready (minidyn reports none).
+func (d *Dynamo) waitActive(ctx context.Context) error {
+	for {
+		out, err := d.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(d.table)})
+		var rnf *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &rnf):
+			// eventual consistency right after CreateTable: keep waiting
+		case err != nil:
+			return fmt.Errorf("state: wait for table %q: %w", d.table, err)
+		case out.Table == nil:
+			return fmt.Errorf("state: wait for table %q: no table description in reply", d.table)
+		case out.Table.TableStatus == types.TableStatusActive, out.Table.TableStatus == "",
+			out.Table.TableStatus == types.TableStatusUpdating:
+			return d.checkSchema(out.Table)
+		case out.Table.TableStatus != types.TableStatusCreating:
+			return fmt.Errorf("state: table %q is %s, not usable", d.table, out.Table.TableStatus)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("state: wait for table %q to become active: %w", d.table, ctx.Err())
+		case <-time.After(d.tablePoll):
+		}
+	}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n uint64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
+}
+func numInt(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}

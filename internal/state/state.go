@@ -1,0 +1,173 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Intent is an object the run is about to upload: offsets First..Last (inclusive) under ObjectKey.
+type Intent struct {
+	First, Last uint64
+	ObjectKey   string
+}
+
+// State is one partition's stored state as of Version.
+type State struct {
+	Key Key
+
+	Owner        string
+	LeaseExpires time.Time
+	Version      int64 // increases on every successful write
+
+	HasWritten  bool
+	LastWritten uint64 // last offset durably written to S3 (inclusive)
+
+	Intent *Intent // unfinished object, nil when none
+
+	Objects, Messages, Bytes, GapMessages uint64
+
+	UpdatedAt time.Time
+}
+
+// Done is what a completed object added.
+type Done struct {
+	Messages, Bytes uint64
+	GapMessages     uint64
+}
+
+// Errors a Store returns wrapped; test them with errors.Is.
+var (
+	ErrLeaseHeld    = errors.New("state: partition lease held by another live owner")
+	ErrLeaseLost    = errors.New("state: lease lost (another owner took over or the version moved)")
+	ErrTableMissing = errors.New("state: table does not exist")
+)
+
+// Store is the per-partition state the drain reads and advances. Every write but Acquire is
+// conditional on the State the caller holds (owner and version), so a stale State cannot write.
+type Store interface {
+	// Acquire takes (or renews, if already ours, or takes over, if expired) the lease.
+	// ErrLeaseHeld (wrapped, naming the holder and its expiry) when another owner's lease is live.
+	// owner must be unique per run (e.g. the Lambda request ID): two runs sharing it share the lease.
+	Acquire(ctx context.Context, key Key, owner string, ttl time.Duration) (State, error)
+	// SetIntent records an unfinished object; condition: owner and version match s. Extends the lease by ttl.
+	SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error)
+	// Complete marks s.Intent written: LastWritten = Intent.Last, HasWritten = true, Intent cleared,
+	// counters += d, Objects++.
+	Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error)
+	// Abandon drops the unfinished intent without advancing LastWritten, so
+	// its range is read again (retention removed part of it before upload).
+	Abandon(ctx context.Context, s State, ttl time.Duration) (State, error)
+	// Skip advances LastWritten without an object (a reported retention gap, or adopting the group's
+	// offset when it is ahead); GapMessages += gapMessages.
+	Skip(ctx context.Context, s State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (State, error)
+	// Renew extends the lease by ttl.
+	Renew(ctx context.Context, s State, ttl time.Duration) (State, error)
+	// Release clears the lease if still ours (no error if it was already lost; never clears someone else's lease).
+	Release(ctx context.Context, s State) error
+	// Get reads the state; false when the partition has none yet.
+	Get(ctx context.Context, key Key) (State, bool, error)
+}
+
+// The checks below run before any write, identically in both stores; they reject what would
+// break the no-gap/no-overlap rule, so a buggy caller gets an error instead of a bad archive.
+
+func checkAcquire(key Key, owner string, ttl time.Duration) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if owner == "" {
+		return fmt.Errorf("state: acquire %s: owner is empty", key)
+	}
+	return checkTTL("acquire", key, ttl)
+}
+
+func checkTTL(op string, key Key, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("state: %s %s: lease ttl %v is below 1ms", op, key, ttl)
+	}
+	return nil
+}
+
+func checkHeld(op string, s State, ttl time.Duration) error {
+	if err := s.Key.Validate(); err != nil {
+		return err
+	}
+	if s.Owner == "" {
+		return fmt.Errorf("state: %s %s: state has no lease owner (call Acquire first)", op, s.Key)
+	}
+	return checkTTL(op, s.Key, ttl)
+}
+
+func checkSetIntent(s State, in Intent, ttl time.Duration) error {
+	if err := checkHeld("set intent", s, ttl); err != nil {
+		return err
+	}
+	switch {
+	case in.ObjectKey == "":
+		return fmt.Errorf("state: set intent %s: object key is empty", s.Key)
+	case in.First > in.Last:
+		return fmt.Errorf("state: set intent %s: first offset %d is after last offset %d", s.Key, in.First, in.Last)
+	case s.Intent != nil:
+		return fmt.Errorf("state: set intent %s: unfinished intent %d..%d (%s) must be completed first",
+			s.Key, s.Intent.First, s.Intent.Last, s.Intent.ObjectKey)
+	case s.HasWritten && s.LastWritten == math.MaxUint64:
+		return fmt.Errorf("state: set intent %s: last written offset is the maximum offset", s.Key)
+	case s.HasWritten && in.First != s.LastWritten+1:
+		return fmt.Errorf("state: set intent %s: first offset %d does not follow last written offset %d (record a gap with Skip)",
+			s.Key, in.First, s.LastWritten)
+	}
+	return nil
+}
+
+func checkComplete(s State, ttl time.Duration) error {
+	if err := checkHeld("complete", s, ttl); err != nil {
+		return err
+	}
+	if s.Intent == nil {
+		return fmt.Errorf("state: complete %s: no intent recorded (call SetIntent before uploading)", s.Key)
+	}
+	return nil
+}
+
+func checkAbandon(s State, ttl time.Duration) error {
+	if err := checkHeld("abandon", s, ttl); err != nil {
+		return err
+	}
+	if s.Intent == nil {
+		return fmt.Errorf("state: abandon %s: no intent recorded", s.Key)
+	}
+	return nil
+}
+
+func checkSkip(s State, lastWritten uint64, ttl time.Duration) error {
+	if err := checkHeld("skip", s, ttl); err != nil {
+		return err
+	}
+	if s.Intent != nil {
+		return fmt.Errorf("state: skip %s: unfinished intent %d..%d (%s) must be completed first",
+			s.Key, s.Intent.First, s.Intent.Last, s.Intent.ObjectKey)
+	}
+	if s.HasWritten && lastWritten <= s.LastWritten {
+		return fmt.Errorf("state: skip %s: offset %d does not advance last written offset %d", s.Key, lastWritten, s.LastWritten)
+	}
+	return nil
+}
+
+// msTime is t at the millisecond precision both stores keep, in UTC.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (s State) clone() State {
+	if s.Intent != nil {
+		in := *s.Intent
+		s.Intent = &in
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+// Config is the whole sink configuration: the upstream connector file's
+// top-level keys, [[streams]], [plugin_config] and [transforms.*], plus [iggy].
+type Config struct {
+	Type, Key, Name string
+	Enabled         bool
+	Version         int64
+	Verbose         bool
+	Streams         []Stream
+	Plugin          Plugin
+	Iggy            Iggy
+	// Transforms are the [transforms.<type>] tables in file order; their
+	// contents are left to the transforms code.
+	Transforms []TransformTable
+	// Ignored lists keys that mean something only to the upstream runtime
+	// (path, plugin_config_format, benchmark, streams[i].avro_schema_path, ...):
+	// accepted and not acted on, for the caller to log once.
+	Ignored []string
+}
+
+// Stream is one [[streams]] entry: one consumer per topic, all in ConsumerGroup.
+type Stream struct {
+	Stream        string
+	Topics        []string
+	Schema        string // json | raw | text | proto | flatbuffer | avro
+	BatchLength   uint32
+	PollInterval  time.Duration
+	ConsumerGroup string
+}
+
+// Plugin is [plugin_config]: the upstream S3 sink options plus the sink's own.
+type Plugin struct {
+	Bucket, Region, Prefix, Endpoint string
+	AccessKeyID                      string
+	SecretAccessKey                  Secret
+	PathTemplate                     string
+	Template                         *keys.Template // PathTemplate, parsed at load
+	FileRotation                     string         // size | messages
+	// MaxFileSize is the rotation threshold in uncompressed bytes. Upstream caps
+	// it at 5 GiB (one PutObject); objects here stream as multipart uploads, so
+	// the cap is S3's object limit, 5 TiB.
+	MaxFileSize        int64
+	MaxMessagesPerFile uint64 // 0 = unset
+	OutputFormat       string // json_lines | json_array | raw
+	IncludeMetadata    bool
+	IncludeHeaders     bool
+	MaxAttempts        int // total upload attempts including the first
+	RetryDelay         time.Duration
+	PathStyle          *bool // nil = on when Endpoint is set
+
+	StateTable           string
+	MaxFileAge           time.Duration
+	Compression          string // none | gzip | zstd
+	InvalidPayload       string // base64 | fail
+	ServerSideEncryption string // "" | AES256 | aws:kms
+	SSEKMSKeyID          string
+	PartitionConcurrency int
+	LeaseDuration        time.Duration
+	DeadlineMargin       time.Duration
+	MultipartThreshold   int64
+	PartSize             int64
+	MetricsNamespace     string
+}
+
+// Iggy is [iggy]: how to reach and authenticate to the Iggy server.
+type Iggy struct {
+	Address           string
+	Username          string
+	Password          Secret
+	Token             Secret
+	TLSEnabled        bool
+	TLSCAFile         string
+	TLSDomain         string
+	CredentialsSecret string // Secrets Manager secret name or ARN holding the credentials
+	ConnectTimeout    time.Duration
+}
+
+// TransformTable is one [transforms.<Type>] table, raw.
+type TransformTable struct {
+	Type  string
+	Table map[string]any
+}
+
+// Option describes one configuration option, for documentation and checks.
+type Option struct {
+	Key     string // TOML key, e.g. "plugin_config.max_file_size"
+	Env     string // environment variable, "" when the option has none
+	Default string // default as written in TOML ("" = none)
+	Doc     string // one-line meaning
+}
+
+const (
+	mib = 1 << 20
+	gib = 1 << 30
+	tib = 1 << 40
+
+	maxObjectSize = 5 * tib // S3's largest object (multipart)
+	minPartSize   = 5 * mib // S3's smallest multipart part (but the last)
+	maxPartSize   = 5 * gib
+)

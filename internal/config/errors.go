@@ -1,0 +1,78 @@
+package config
+
+import (
+	"strings"
+)
+
+// Error is a configuration error: which option, where it came from, the bad
+// value (never for secrets) and what is accepted.
+type Error struct {
+	File    string // configuration file, when the value came from it
+	Key     string // TOML key, e.g. "plugin_config.max_file_size" or "streams[1].topics"
+	Env     string // environment variable for the option, if any
+	FromEnv bool   // the value came from Env rather than the file
+	Value   string // the value as written (quoted for strings); empty for secrets and missing values
+	Reason  string // what is wrong and what is accepted
+	Err     error  // underlying cause, if any
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.File != "" && !e.FromEnv {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	switch {
+	case e.FromEnv:
+		b.WriteString(e.Env)
+		if e.Key != "" {
+			b.WriteString(" (" + e.Key + ")")
+		}
+	default:
+		b.WriteString(e.Key)
+		if e.Env != "" {
+			b.WriteString(" (env " + e.Env + ")")
+		}
+	}
+	if e.Value != "" {
+		b.WriteString(" = ")
+		b.WriteString(e.Value)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// closest returns the candidate with the smallest edit distance to s.
+func closest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := levenshtein(s, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

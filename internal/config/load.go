@@ -1,0 +1,565 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// upstreamRuntimeKeys are top-level keys only the upstream connector runtime
+// acts on; they are accepted so that upstream files load unchanged.
+var upstreamRuntimeKeys = []string{"path", "plugin_config_format", "benchmark"}
+
+// upstreamStreamKeys are [[streams]] keys for upstream's Avro decoder, which
+// this sink does not have (avro payloads are kept as base64).
+var upstreamStreamKeys = []string{"avro_schema_json", "avro_schema_path"}
+
+var secretKeyNames = []string{"secret_access_key", "password", "token"}
+
+// Load reads the TOML file at path ("" = no file), applies the environment
+// over it and validates the result. env is usually os.LookupEnv; nil means an
+// empty environment.
+func Load(path string, env func(string) (string, bool)) (*Config, error) {
+	var data []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: read configuration file: %w", err)
+		}
+		data = b
+	}
+	return load(data, path != "", path, env)
+}
+
+// FromEnv loads the file named by SINK_CONFIG, if set, then the environment.
+func FromEnv(env func(string) (string, bool)) (*Config, error) {
+	var path string
+	if env != nil {
+		path, _ = env("SINK_CONFIG")
+	}
+	return Load(strings.TrimSpace(path), env)
+}
+
+type source uint8
+
+const (
+	fromFile source = iota + 1
+	fromEnv
+)
+
+type loader struct {
+	cfg  *Config
+	file string
+	env  func(string) (string, bool)
+	set  map[string]source // option keys ("plugin_config.bucket", "streams[1].topics") given explicitly
+}
+
+func load(data []byte, hasFile bool, file string, env func(string) (string, bool)) (*Config, error) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	l := &loader{cfg: &Config{}, file: file, env: env, set: map[string]source{}}
+	for _, o := range options {
+		if o.table != "streams" {
+			l.applyDefault(o, nil)
+		}
+	}
+	if hasFile {
+		if err := l.loadFile(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.loadEnv(); err != nil {
+		return nil, err
+	}
+	if err := l.finish(); err != nil {
+		return nil, err
+	}
+	return l.cfg, nil
+}
+
+func (l *loader) applyDefault(o *option, s *Stream) {
+	if o.Default == "" || o.computed {
+		return
+	}
+	if err := o.setEnv(l.cfg, s, o.Default); err != nil {
+		panic(fmt.Sprintf("config: default of %s: %v", o.Key, err))
+	}
+	if o.fix != nil {
+		if err := o.fix(l.cfg, s); err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", o.Key, err))
+		}
+	}
+}
+
+func (l *loader) newStream() Stream {
+	var s Stream
+	for _, o := range options {
+		if o.table == "streams" {
+			l.applyDefault(o, &s)
+		}
+	}
+	return s
+}
+
+func findOption(table, name string) *option {
+	for _, o := range options {
+		if o.table == table && (o.name == name || (o.alias != "" && o.alias == name)) {
+			return o
+		}
+	}
+	return nil
+}
+
+func tableKeys(table string) []string {
+	var names []string
+	for _, o := range options {
+		if o.table == table {
+			names = append(names, o.name)
+			if o.alias != "" {
+				names = append(names, o.alias)
+			}
+		}
+	}
+	switch table {
+	case "":
+		names = append(names, "streams", "plugin_config", "iggy", "transforms")
+		names = append(names, upstreamRuntimeKeys...)
+	case "streams":
+		names = append(names, upstreamStreamKeys...)
+	}
+	return names
+}
+
+func (l *loader) loadFile(data []byte) error {
+	var raw map[string]any
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return l.syntaxError(err)
+	}
+	pos := map[string]int{}
+	for i, k := range md.Keys() {
+		if _, ok := pos[k.String()]; !ok {
+			pos[k.String()] = i
+		}
+	}
+	for _, k := range orderedKeys(raw, "", pos) {
+		v := raw[k]
+		var err error
+		switch {
+		case k == "streams":
+			err = l.fileStreams(v, pos)
+		case k == "plugin_config" || k == "iggy":
+			err = l.fileTable(k, v, pos)
+		case k == "transforms":
+			err = l.fileTransforms(v, md)
+		case slices.Contains(upstreamRuntimeKeys, k):
+			l.cfg.Ignored = append(l.cfg.Ignored, k)
+		default:
+			o := findOption("", k)
+			if o == nil {
+				return l.unknownKey("", k, k)
+			}
+			err = l.setFile(o, nil, k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syntaxError reports a TOML syntax error without echoing a secret's value.
+func (l *loader) syntaxError(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		last := pe.LastKey[strings.LastIndexByte(pe.LastKey, '.')+1:]
+		if slices.Contains(secretKeyNames, last) {
+			return &Error{File: l.file, Key: pe.LastKey,
+				Reason: fmt.Sprintf("TOML syntax error on line %d (details hidden because the value is a secret); strings need double quotes", pe.Position.Line)}
+		}
+	}
+	name := l.file
+	if name == "" {
+		name = "TOML"
+	}
+	return fmt.Errorf("config: %s: %w", name, err)
+}
+
+// orderedKeys returns m's keys in file order (MetaData.Keys order), unknown positions last by name.
+func orderedKeys(m map[string]any, prefix string, pos map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	at := func(k string) int {
+		path := toml.Key{k}
+		if prefix != "" {
+			path = toml.Key{prefix, k}
+		}
+		if p, ok := pos[path.String()]; ok {
+			return p
+		}
+		return math.MaxInt
+	}
+	slices.SortFunc(ks, func(a, b string) int {
+		if pa, pb := at(a), at(b); pa != pb {
+			if pa < pb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ks
+}
+
+func (l *loader) fileTable(table string, v any, pos map[string]int) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return &Error{File: l.file, Key: table, Reason: fmt.Sprintf("expected a table [%s], got %s", table, tomlType(v))}
+	}
+	for _, k := range orderedKeys(m, table, pos) {
+		o := findOption(table, k)
+		if o == nil {
+			return l.unknownKey(table, k, table+"."+k)
+		}
+		if o.alias != "" {
+			if _, both := m[o.name]; both && k == o.alias {
+				return &Error{File: l.file, Key: table + "." + o.alias, Env: o.Env,
+					Reason: fmt.Sprintf("%s is an alias of %s; set only one of them", o.alias, o.name)}
+			}
+		}
+		if err := l.setFile(o, nil, o.Key, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loader) fileStreams(v any, pos map[string]int) error {
+	var elems []map[string]any
+	switch x := v.(type) {
+	case []map[string]any:
+		elems = x
+	case []any:
+		for _, e := range x {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return &Error{File: l.file, Key: "streams", Reason: "expected [[streams]] tables, got an array element of type " + tomlType(e)}
+			}
+			elems = append(elems, m)
+		}
+	default:
+		return &Error{File: l.file, Key: "streams", Reason: "expected [[streams]] (an array of tables), got " + tomlType(v)}
+	}
+	for i, m := range elems {
+		s := l.newStream()
+		for _, k := range orderedKeys(m, "streams", pos) {
+			key := fmt.Sprintf("streams[%d].%s", i, k)
+			if slices.Contains(upstreamStreamKeys, k) {
+				l.cfg.Ignored = append(l.cfg.Ignored, key)
+				continue
+			}
+			o := findOption("streams", k)
+			if o == nil {
+				return l.unknownKey("streams", k, key)
+			}
+			if err := l.setFile(o, &s, key, m[k]); err != nil {
+				return err
+			}
+		}
+		l.cfg.Streams = append(l.cfg.Streams, s)
+	}
+	return nil
+}
+
+func (l *loader) fileTransforms(v any, md toml.MetaData) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return &Error{File: l.file, Key: "transforms", Reason: "expected [transforms.<type>] tables, got " + tomlType(v)}
+	}
+	var order []string
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "transforms" && !slices.Contains(order, k[1]) {
+			if _, ok := m[k[1]]; ok {
+				order = append(order, k[1])
+			}
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !slices.Contains(order, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range append(order, rest...) {
+		t, ok := m[k].(map[string]any)
+		if !ok {
+			return &Error{File: l.file, Key: "transforms." + k, Reason: "expected a table [transforms." + k + "], got " + tomlType(m[k])}
+		}
+		l.cfg.Transforms = append(l.cfg.Transforms, TransformTable{Type: k, Table: t})
+	}
+	return nil
+}
+
+func (l *loader) unknownKey(table, name, key string) error {
+	where := "at the top level"
+	switch table {
+	case "":
+	case "streams":
+		where = "in [[streams]]"
+	default:
+		where = "in [" + table + "]"
+	}
+	return &Error{File: l.file, Key: key,
+		Reason: fmt.Sprintf("unknown key %q %s; did you mean %q? (unknown keys are refused so that typos are not silently ignored)",
+			name, where, closest(name, tableKeys(table)))}
+}
+
+func (l *loader) setFile(o *option, s *Stream, key string, v any) error {
+	err := o.setTOML(l.cfg, s, v)
+	if err == nil && o.fix != nil {
+		err = o.fix(l.cfg, s)
+	}
+	if err != nil {
+		e := &Error{File: l.file, Key: key, Env: o.Env, Reason: err.Error(), Err: err}
+		if o.table == "streams" && !strings.HasPrefix(key, "streams[0].") {
+			e.Env = "" // the SINK_* stream variables set streams[0] only
+		}
+		if !o.secret() {
+			e.Value = tomlValue(v)
+		}
+		return e
+	}
+	l.set[key] = fromFile
+	return nil
+}
+
+func tomlValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = tomlValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any, []map[string]any:
+		return ""
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func (l *loader) loadEnv() error {
+	c := l.cfg
+	for _, o := range options {
+		if o.Env == "" {
+			continue
+		}
+		name := o.Env
+		v, ok := l.env(name)
+		if o.alias != "" {
+			aliasEnv := "SINK_" + strings.ToUpper(o.alias)
+			if av, aok := l.env(aliasEnv); aok && av != "" {
+				if ok && v != "" {
+					return &Error{Key: o.Key, Env: aliasEnv, FromEnv: true,
+						Reason: fmt.Sprintf("%s is an alias of %s; set only one of them", aliasEnv, o.Env)}
+				}
+				name, v, ok = aliasEnv, av, aok
+			}
+		}
+		if !ok || (v == "" && !o.keepEmptyEnv) {
+			continue
+		}
+		var s *Stream
+		key := o.Key
+		if o.table == "streams" {
+			if len(c.Streams) == 0 {
+				c.Streams = append(c.Streams, l.newStream())
+			}
+			s = &c.Streams[0]
+			key = "streams[0]." + o.name
+		}
+		err := o.setEnv(c, s, v)
+		if err == nil && o.fix != nil {
+			err = o.fix(c, s)
+		}
+		if err != nil {
+			e := &Error{Key: key, Env: name, FromEnv: true, Reason: err.Error(), Err: err}
+			if !o.secret() {
+				e.Value = strconv.Quote(v)
+			}
+			return e
+		}
+		l.set[key] = fromEnv
+	}
+	return nil
+}
+
+// errorFor builds an Error about option key (no value), naming the source it was set from.
+func (l *loader) errorFor(key, reason string) *Error {
+	e := &Error{Key: key, Reason: reason}
+	name := key
+	if i := strings.Index(key, "]."); i >= 0 {
+		name = "streams." + key[i+2:]
+	}
+	for _, o := range options {
+		if o.Key == name {
+			e.Env = o.Env
+		}
+	}
+	if strings.HasPrefix(key, "streams[") && !strings.HasPrefix(key, "streams[0]") {
+		e.Env = ""
+	}
+	if l.set[key] == fromEnv {
+		e.FromEnv = true
+	} else {
+		e.File = l.file
+	}
+	return e
+}
+
+// finish derives computed defaults and checks rules that span options.
+func (l *loader) finish() error {
+	c := l.cfg
+	p := &c.Plugin
+	if p.Bucket == "" {
+		return l.errorFor("plugin_config.bucket", "required: the S3 bucket to write to")
+	}
+	if p.Region == "" {
+		for _, name := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+			if v, ok := l.env(name); ok && strings.TrimSpace(v) != "" {
+				p.Region = strings.TrimSpace(v)
+				break
+			}
+		}
+		if p.Region == "" {
+			return l.errorFor("plugin_config.region", `required: set it, or AWS_REGION (e.g. "us-east-1"; "auto" for R2)`)
+		}
+	}
+	if (p.AccessKeyID == "") != (p.SecretAccessKey == "") {
+		missing, given := "plugin_config.secret_access_key", "plugin_config.access_key_id"
+		if p.AccessKeyID == "" {
+			missing, given = given, missing
+		}
+		return l.errorFor(missing, fmt.Sprintf("%s is set but %s is not: give both, or omit both to use the default AWS credential chain", given, missing))
+	}
+	if p.FileRotation == "messages" && p.MaxMessagesPerFile == 0 {
+		return l.errorFor("plugin_config.max_messages_per_file", `required when file_rotation = "messages" (a number of records greater than 0)`)
+	}
+	if p.SSEKMSKeyID != "" && p.ServerSideEncryption != "aws:kms" {
+		e := l.errorFor("plugin_config.sse_kms_key_id", fmt.Sprintf(`only valid with server_side_encryption = "aws:kms" (it is %q)`, p.ServerSideEncryption))
+		e.Value = strconv.Quote(p.SSEKMSKeyID)
+		return e
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = 1 // upstream: zero attempts still makes one
+	}
+	if !c.Iggy.TLSEnabled {
+		for _, kv := range [][2]string{{"iggy.tls_ca_file", c.Iggy.TLSCAFile}, {"iggy.tls_domain", c.Iggy.TLSDomain}} {
+			if key, v := kv[0], kv[1]; v != "" {
+				e := l.errorFor(key, "only used with TLS: set iggy.tls_enabled = true (IGGY_TLS_ENABLED=true) or remove it")
+				e.Value = strconv.Quote(v)
+				return e
+			}
+		}
+	}
+	if len(c.Streams) == 0 {
+		return &Error{File: l.file, Key: "streams", Env: "SINK_STREAM",
+			Reason: "at least one [[streams]] entry with stream and topics is required (or set SINK_STREAM and SINK_TOPICS)"}
+	}
+	seen := map[[2]string]int{}
+	for i := range c.Streams {
+		s := &c.Streams[i]
+		if s.Stream == "" {
+			return l.errorFor(fmt.Sprintf("streams[%d].stream", i), "required: the stream name or id to drain")
+		}
+		if len(s.Topics) == 0 {
+			return l.errorFor(fmt.Sprintf("streams[%d].topics", i), `required: at least one topic, e.g. ["events"] (SINK_TOPICS=events,audit)`)
+		}
+		if s.ConsumerGroup == "" {
+			s.ConsumerGroup = "iggy-connect-sink-" + c.Key
+		}
+		for _, t := range s.Topics {
+			k := [2]string{s.Stream, t}
+			if j, dup := seen[k]; dup {
+				e := l.errorFor(fmt.Sprintf("streams[%d].topics", i), fmt.Sprintf("stream %q topic %q is already drained by streams[%d]; list each topic once", s.Stream, t, j))
+				e.Value = strconv.Quote(t)
+				return e
+			}
+			seen[k] = i
+		}
+	}
+	return nil
+}
+
+// String renders every option as key=value, secrets redacted; safe to log.
+func (c *Config) String() string {
+	var b strings.Builder
+	add := func(key string, o *option, s *Stream) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(key)
+		b.WriteByte('=')
+		b.WriteString(formatValue(o.ptr(c, s)))
+	}
+	for _, o := range options {
+		if o.table != "streams" {
+			add(o.Key, o, nil)
+		}
+	}
+	for i := range c.Streams {
+		for _, o := range options {
+			if o.table == "streams" {
+				add(fmt.Sprintf("streams[%d].%s", i, o.name), o, &c.Streams[i])
+			}
+		}
+	}
+	types := make([]string, len(c.Transforms))
+	for i, t := range c.Transforms {
+		types[i] = t.Type
+	}
+	fmt.Fprintf(&b, " transforms=%q ignored=%q", types, c.Ignored)
+	return b.String()
+}
+
+func formatValue(p any) string {
+	switch v := p.(type) {
+	case *string:
+		return strconv.Quote(*v)
+	case *Secret:
+		return strconv.Quote(v.mask())
+	case *bool:
+		return strconv.FormatBool(*v)
+	case **bool:
+		if *v == nil {
+			return "auto"
+		}
+		return strconv.FormatBool(**v)
+	case *int:
+		return strconv.Itoa(*v)
+	case *int64:
+		return strconv.FormatInt(*v, 10)
+	case *uint32:
+		return strconv.FormatUint(uint64(*v), 10)
+	case *uint64:
+		return strconv.FormatUint(*v, 10)
+	case *time.Duration:
+		return v.String()
+	case *[]string:
+		return fmt.Sprintf("%q", *v)
+	}
+	return fmt.Sprintf("%v", p)
+}

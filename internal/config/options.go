@@ -1,0 +1,499 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+type kind uint8
+
+const (
+	kString kind = iota
+	kSecret
+	kBool
+	kOptBool
+	kInt
+	kDuration
+	kByteSize
+	kStrings
+)
+
+// option is one settable value. ptr returns a pointer to its field, in c or,
+// for [[streams]] options, in s.
+type option struct {
+	Option
+	table        string // "", "streams", "plugin_config" or "iggy"
+	name         string // key inside its table
+	kind         kind
+	ptr          func(c *Config, s *Stream) any
+	nonEmpty     bool // an explicit "" is an error
+	keepEmptyEnv bool // an empty environment variable sets "" instead of counting as unset
+	computed     bool // Default documents a value derived at load, not one to parse
+	fix          func(c *Config, s *Stream) error
+	alias        string // another accepted key inside the table (upstream's serde alias)
+}
+
+func (o *option) secret() bool { return o.kind == kSecret }
+
+var errExpectedString = errors.New("expected a string")
+
+// Schemas, formats and the other enumerations, canonical spellings first.
+var (
+	schemas            = []string{"json", "raw", "text", "proto", "flatbuffer", "avro"}
+	fileRotations      = []string{"size", "messages"}
+	outputFormats      = []string{"json_lines", "json_array", "raw"}
+	compressions       = []string{"none", "gzip", "zstd"}
+	invalidPayloads    = []string{"base64", "fail"}
+	serverSideEncrypts = []string{"AES256", "aws:kms"}
+)
+
+// enum canonicalises a string option case-insensitively against accepted.
+func enum(f func(c *Config, s *Stream) *string, accepted ...string) func(c *Config, s *Stream) error {
+	return func(c *Config, s *Stream) error {
+		p := f(c, s)
+		for _, a := range accepted {
+			if strings.EqualFold(*p, a) {
+				*p = a
+				return nil
+			}
+		}
+		return fmt.Errorf("accepted values: %s", strings.Join(accepted, ", "))
+	}
+}
+
+func intRange(f func(c *Config, s *Stream) int64, lo, hi int64, what string) func(c *Config, s *Stream) error {
+	return func(c *Config, s *Stream) error {
+		if v := f(c, s); v < lo || v > hi {
+			return fmt.Errorf("must be %s", what)
+		}
+		return nil
+	}
+}
+
+func durAtLeast(f func(c *Config, s *Stream) *time.Duration, lo time.Duration) func(c *Config, s *Stream) error {
+	return func(c *Config, s *Stream) error {
+		if *f(c, s) < lo {
+			if lo == 1 {
+				return errors.New(`must be greater than 0, e.g. "1s"`)
+			}
+			return fmt.Errorf("must be at least %s", lo)
+		}
+		return nil
+	}
+}
+
+func plugin(name string, k kind, def, doc string, ptr func(p *Plugin) any) *option {
+	return &option{
+		Option: Option{Key: "plugin_config." + name, Env: "SINK_" + strings.ToUpper(name), Default: def, Doc: doc},
+		table:  "plugin_config", name: name, kind: k,
+		ptr: func(c *Config, _ *Stream) any { return ptr(&c.Plugin) },
+	}
+}
+
+func iggy(name string, k kind, def, doc string, ptr func(i *Iggy) any) *option {
+	return &option{
+		Option: Option{Key: "iggy." + name, Env: "IGGY_" + strings.ToUpper(name), Default: def, Doc: doc},
+		table:  "iggy", name: name, kind: k,
+		ptr: func(c *Config, _ *Stream) any { return ptr(&c.Iggy) },
+	}
+}
+
+func stream(name string, k kind, def, doc string, ptr func(s *Stream) any) *option {
+	return &option{
+		Option: Option{Key: "streams." + name, Env: "SINK_" + strings.ToUpper(name), Default: def, Doc: doc},
+		table:  "streams", name: name, kind: k,
+		ptr: func(_ *Config, s *Stream) any { return ptr(s) },
+	}
+}
+
+func top(name string, k kind, def, doc string, ptr func(c *Config) any) *option {
+	return &option{
+		Option: Option{Key: name, Default: def, Doc: doc},
+		name:   name, kind: k,
+		ptr: func(c *Config, _ *Stream) any { return ptr(c) },
+	}
+}
+
+func with(o *option, edit func(o *option)) *option { edit(o); return o }
+
+func nonEmpty(o *option) { o.nonEmpty = true }
+
+var options = buildOptions()
+
+func buildOptions() []*option {
+	pl := func(c *Config) *Plugin { return &c.Plugin }
+	return []*option{
+		with(top("type", kString, "sink", `connector kind; must be "sink"`, func(c *Config) any { return &c.Type }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				if c.Type != "sink" {
+					return errors.New(`this program is a sink: accepted value "sink"`)
+				}
+				return nil
+			}
+		}),
+		with(top("key", kString, "s3", "connector id; names the default consumer group", func(c *Config) any { return &c.Key }), nonEmpty),
+		top("enabled", kBool, "true", "whether the sink runs (the caller decides what false means)", func(c *Config) any { return &c.Enabled }),
+		with(top("version", kInt, "0", "configuration version", func(c *Config) any { return &c.Version }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Version }, 0, math.MaxInt64, "0 or more")
+		}),
+		top("name", kString, "", "display name", func(c *Config) any { return &c.Name }),
+		top("verbose", kBool, "false", "log per-batch details at info instead of debug", func(c *Config) any { return &c.Verbose }),
+
+		with(stream("stream", kString, "", "stream name or numeric id (required)", func(s *Stream) any { return &s.Stream }), nonEmpty),
+		with(stream("topics", kStrings, "", "topic names or ids to drain (required; env: comma-separated)", func(s *Stream) any { return &s.Topics }), func(o *option) {
+			o.fix = func(_ *Config, s *Stream) error {
+				if len(s.Topics) == 0 {
+					return errors.New(`at least one topic is required, e.g. ["events"]`)
+				}
+				for _, t := range s.Topics {
+					if strings.TrimSpace(t) == "" {
+						return errors.New("topic names must not be empty")
+					}
+				}
+				return nil
+			}
+		}),
+		with(stream("schema", kString, "json", "payload schema: "+strings.Join(schemas, ", "), func(s *Stream) any { return &s.Schema }), func(o *option) {
+			o.fix = enum(func(_ *Config, s *Stream) *string { return &s.Schema }, schemas...)
+		}),
+		with(stream("batch_length", kInt, "1000", "messages per poll", func(s *Stream) any { return &s.BatchLength }), func(o *option) {
+			o.fix = intRange(func(_ *Config, s *Stream) int64 { return int64(s.BatchLength) }, 1, math.MaxUint32, "greater than 0")
+		}),
+		stream("poll_interval", kDuration, "5ms", "minimum time between polls", func(s *Stream) any { return &s.PollInterval }),
+		with(stream("consumer_group", kString, "iggy-connect-sink-<key>", "Iggy consumer group (created if missing)", func(s *Stream) any { return &s.ConsumerGroup }), func(o *option) {
+			o.nonEmpty = true
+			o.computed = true
+		}),
+
+		with(plugin("bucket", kString, "", "S3 bucket (required)", func(p *Plugin) any { return &p.Bucket }), nonEmpty),
+		with(plugin("region", kString, "", "AWS region (required; defaults to AWS_REGION, then AWS_DEFAULT_REGION; \"auto\" for R2)", func(p *Plugin) any { return &p.Region }), func(o *option) {
+			o.nonEmpty = true
+			o.computed = true
+		}),
+		with(plugin("prefix", kString, "", "key prefix; leading and trailing '/' trimmed; an empty SINK_PREFIX clears it", func(p *Plugin) any { return &p.Prefix }), func(o *option) {
+			o.keepEmptyEnv = true
+		}),
+		with(plugin("endpoint", kString, "", "custom S3 endpoint URL with scheme (MinIO, R2, ...)", func(p *Plugin) any { return &p.Endpoint }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				if c.Plugin.Endpoint == "" {
+					return nil
+				}
+				u, err := url.Parse(c.Plugin.Endpoint)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errors.New(`must be an http:// or https:// URL, e.g. "http://127.0.0.1:9000"`)
+				}
+				return nil
+			}
+		}),
+		plugin("access_key_id", kString, "", "S3 access key id; set with secret_access_key or not at all", func(p *Plugin) any { return &p.AccessKeyID }),
+		plugin("secret_access_key", kSecret, "", "S3 secret access key; set with access_key_id or not at all", func(p *Plugin) any { return &p.SecretAccessKey }),
+		with(plugin("path_template", kString, "{stream}/{topic}/{date}/{hour}", "object key directories; placeholders "+strings.Join(keys.Placeholders(), " "), func(p *Plugin) any { return &p.PathTemplate }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				t, err := keys.ParseTemplate(c.Plugin.PathTemplate)
+				if err != nil {
+					return err
+				}
+				c.Plugin.Template = t
+				return nil
+			}
+		}),
+		with(plugin("file_rotation", kString, "size", "rotation threshold kind: size or messages", func(p *Plugin) any { return &p.FileRotation }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).FileRotation }, fileRotations...)
+		}),
+		with(plugin("max_file_size", kByteSize, "8MiB", "size rotation threshold, uncompressed (at most 5TiB)", func(p *Plugin) any { return &p.MaxFileSize }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MaxFileSize }, 1, maxObjectSize, "greater than 0 and at most 5TiB (S3's object size limit)")
+		}),
+		with(plugin("max_messages_per_file", kInt, "", "messages rotation threshold; required when file_rotation = \"messages\"", func(p *Plugin) any { return &p.MaxMessagesPerFile }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				if c.Plugin.MaxMessagesPerFile == 0 {
+					return errors.New("must be greater than 0")
+				}
+				return nil
+			}
+		}),
+		with(plugin("output_format", kString, "json_lines", "json_lines (.jsonl), json_array (.json) or raw (.bin)", func(p *Plugin) any { return &p.OutputFormat }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				switch strings.ToLower(c.Plugin.OutputFormat) {
+				case "json_lines", "jsonl", "jsonlines":
+					c.Plugin.OutputFormat = "json_lines"
+				case "json_array":
+					c.Plugin.OutputFormat = "json_array"
+				case "raw":
+					c.Plugin.OutputFormat = "raw"
+				case "json":
+					return errors.New(`"json" is ambiguous (refused upstream too): use json_lines or json_array`)
+				default:
+					return errors.New("accepted values: json_lines (or jsonl, jsonlines), json_array, raw")
+				}
+				return nil
+			}
+		}),
+		plugin("include_metadata", kBool, "true", "add offset, timestamp, stream, topic, partition_id to each record", func(p *Plugin) any { return &p.IncludeMetadata }),
+		plugin("include_headers", kBool, "false", "add message headers to each record", func(p *Plugin) any { return &p.IncludeHeaders }),
+		with(plugin("max_attempts", kInt, "3", "upload attempts including the first (alias max_retries); 0 means 1", func(p *Plugin) any { return &p.MaxAttempts }), func(o *option) {
+			o.alias = "max_retries"
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.MaxAttempts) }, 0, math.MaxUint32, "0 or more")
+		}),
+		plugin("retry_delay", kDuration, "1s", "base delay between upload attempts (exponential backoff)", func(p *Plugin) any { return &p.RetryDelay }),
+		with(plugin("path_style", kOptBool, "", "path-style S3 addressing; unset = on when endpoint is set", func(p *Plugin) any { return &p.PathStyle }), func(o *option) {
+			o.computed = true
+		}),
+		with(plugin("state_table", kString, "iggy-s3-sink-state", "DynamoDB table holding per-partition state", func(p *Plugin) any { return &p.StateTable }), nonEmpty),
+		with(plugin("max_file_age", kDuration, "5m", "write a partial object once its first message is this old", func(p *Plugin) any { return &p.MaxFileAge }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).MaxFileAge }, 1)
+		}),
+		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst)", func(p *Plugin) any { return &p.Compression }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).Compression }, compressions...)
+		}),
+		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json: base64 (keep, encoded) or fail (stop the partition)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).InvalidPayload }, invalidPayloads...)
+		}),
+		with(plugin("server_side_encryption", kString, "", "S3 server-side encryption: AES256 or aws:kms (unset = bucket default)", func(p *Plugin) any { return &p.ServerSideEncryption }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				if c.Plugin.ServerSideEncryption == "" {
+					return nil
+				}
+				return enum(func(c *Config, _ *Stream) *string { return &pl(c).ServerSideEncryption }, serverSideEncrypts...)(c, nil)
+			}
+		}),
+		plugin("sse_kms_key_id", kString, "", "KMS key for server_side_encryption = \"aws:kms\"", func(p *Plugin) any { return &p.SSEKMSKeyID }),
+		with(plugin("partition_concurrency", kInt, "4", "partitions drained at once (1..64)", func(p *Plugin) any { return &p.PartitionConcurrency }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.PartitionConcurrency) }, 1, 64, "between 1 and 64")
+		}),
+		with(plugin("lease_duration", kDuration, "5m", "how long a partition lease lasts without renewal", func(p *Plugin) any { return &p.LeaseDuration }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).LeaseDuration }, 1)
+		}),
+		plugin("deadline_margin", kDuration, "10s", "stop starting new objects when less time than this remains", func(p *Plugin) any { return &p.DeadlineMargin }),
+		with(plugin("multipart_threshold", kByteSize, "16MiB", "objects larger than this upload as multipart (at least 5MiB)", func(p *Plugin) any { return &p.MultipartThreshold }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MultipartThreshold }, minPartSize, maxObjectSize, "between 5MiB and 5TiB")
+		}),
+		with(plugin("part_size", kByteSize, "8MiB", "multipart part size (5MiB..5GiB)", func(p *Plugin) any { return &p.PartSize }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.PartSize }, minPartSize, maxPartSize, "between 5MiB and 5GiB (S3's part size limits)")
+		}),
+		with(plugin("metrics_namespace", kString, "IggyS3Sink", "CloudWatch metrics namespace", func(p *Plugin) any { return &p.MetricsNamespace }), nonEmpty),
+
+		with(iggy("address", kString, "127.0.0.1:8090", "Iggy server TCP address host:port", func(i *Iggy) any { return &i.Address }), func(o *option) {
+			o.nonEmpty = true
+			o.fix = func(c *Config, _ *Stream) error {
+				_, port, err := net.SplitHostPort(c.Iggy.Address)
+				if p, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || p == 0 {
+					return errors.New(`must be host:port, e.g. "127.0.0.1:8090"`)
+				}
+				return nil
+			}
+		}),
+		iggy("username", kString, "iggy", "Iggy user", func(i *Iggy) any { return &i.Username }),
+		iggy("password", kSecret, "iggy", "Iggy password", func(i *Iggy) any { return &i.Password }),
+		iggy("token", kSecret, "", "Iggy personal access token (instead of username/password)", func(i *Iggy) any { return &i.Token }),
+		iggy("tls_enabled", kBool, "false", "connect with TLS", func(i *Iggy) any { return &i.TLSEnabled }),
+		iggy("tls_ca_file", kString, "", "PEM file of CAs to trust (needs tls_enabled)", func(i *Iggy) any { return &i.TLSCAFile }),
+		iggy("tls_domain", kString, "", "server name to verify (needs tls_enabled)", func(i *Iggy) any { return &i.TLSDomain }),
+		iggy("credentials_secret", kString, "", "Secrets Manager secret name or ARN holding the Iggy credentials", func(i *Iggy) any { return &i.CredentialsSecret }),
+		with(iggy("connect_timeout", kDuration, "5s", "timeout for connecting to Iggy", func(i *Iggy) any { return &i.ConnectTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.ConnectTimeout }, 1)
+		}),
+	}
+}
+
+// Options returns every option: TOML key, environment variable, default and meaning.
+func Options() []Option {
+	out := make([]Option, len(options))
+	for i, o := range options {
+		out[i] = o.Option
+	}
+	return out
+}
+
+// setTOML stores v, a decoded TOML value, into the option's field.
+func (o *option) setTOML(c *Config, s *Stream, v any) error {
+	p := o.ptr(c, s)
+	switch o.kind {
+	case kString, kSecret:
+		x, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%w, got %s", errExpectedString, tomlType(v))
+		}
+		return o.setString(p, x)
+	case kBool, kOptBool:
+		x, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("expected true or false, got %s", tomlType(v))
+		}
+		setBool(p, x)
+		return nil
+	case kInt:
+		x, ok := v.(int64)
+		if !ok {
+			return fmt.Errorf("expected an integer, got %s", tomlType(v))
+		}
+		return setInt(p, x)
+	case kDuration:
+		switch x := v.(type) {
+		case string:
+			d, err := ParseDuration(x)
+			if err != nil {
+				return err
+			}
+			*p.(*time.Duration) = d
+			return nil
+		case int64, float64:
+			return fmt.Errorf(`a bare number has no unit; write a string such as "%vs" or "%vms"`, x, x)
+		default:
+			return fmt.Errorf(`expected a duration string such as "1s", got %s`, tomlType(v))
+		}
+	case kByteSize:
+		switch x := v.(type) {
+		case string:
+			n, err := ParseByteSize(x)
+			if err != nil {
+				return err
+			}
+			*p.(*int64) = n
+			return nil
+		case int64:
+			if x < 0 {
+				return errors.New("must not be negative")
+			}
+			*p.(*int64) = x
+			return nil
+		default:
+			return fmt.Errorf(`expected a byte size such as "8MiB" or a number of bytes, got %s`, tomlType(v))
+		}
+	case kStrings:
+		arr, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf(`expected an array of strings such as ["a", "b"], got %s`, tomlType(v))
+		}
+		out := make([]string, 0, len(arr))
+		for _, e := range arr {
+			x, ok := e.(string)
+			if !ok {
+				return fmt.Errorf(`expected an array of strings such as ["a", "b"], got an element of type %s`, tomlType(e))
+			}
+			out = append(out, x)
+		}
+		*p.(*[]string) = out
+		return nil
+	}
+	return fmt.Errorf("internal: option %s has no kind", o.Key)
+}
+
+// setEnv stores v, an environment variable's value, into the option's field.
+func (o *option) setEnv(c *Config, s *Stream, v string) error {
+	p := o.ptr(c, s)
+	switch o.kind {
+	case kString, kSecret:
+		return o.setString(p, v)
+	case kBool, kOptBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("expected true or false")
+		}
+		setBool(p, b)
+		return nil
+	case kInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return errors.New("expected an integer")
+		}
+		return setInt(p, n)
+	case kDuration:
+		d, err := ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		*p.(*time.Duration) = d
+		return nil
+	case kByteSize:
+		n, err := ParseByteSize(v)
+		if err != nil {
+			return err
+		}
+		*p.(*int64) = n
+		return nil
+	case kStrings:
+		var out []string
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+		*p.(*[]string) = out
+		return nil
+	}
+	return fmt.Errorf("internal: option %s has no kind", o.Key)
+}
+
+func (o *option) setString(p any, x string) error {
+	if o.nonEmpty && strings.TrimSpace(x) == "" {
+		return errors.New("must not be empty")
+	}
+	switch p := p.(type) {
+	case *string:
+		*p = x
+	case *Secret:
+		*p = Secret(x)
+	}
+	return nil
+}
+
+func setBool(p any, b bool) {
+	switch p := p.(type) {
+	case *bool:
+		*p = b
+	case **bool:
+		*p = &b
+	}
+}
+
+func setInt(p any, n int64) error {
+	switch p := p.(type) {
+	case *int64:
+		*p = n
+	case *int:
+		if n < math.MinInt || n > math.MaxInt {
+			return errors.New("out of range")
+		}
+		*p = int(n)
+	case *uint32:
+		if n < 0 || n > math.MaxUint32 {
+			return fmt.Errorf("must be between 0 and %d", uint32(math.MaxUint32))
+		}
+		*p = uint32(n)
+	case *uint64:
+		if n < 0 {
+			return errors.New("must not be negative")
+		}
+		*p = uint64(n)
+	}
+	return nil
+}
+
+func tomlType(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case []any, []map[string]any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case nil:
+		return "nothing"
+	default:
+		return "a date/time"
+	}
+}

@@ -1,0 +1,252 @@
+package keys
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// upstreamTS is the server timestamp of the reference's literal examples: 2024-03-16T14:02:31Z.
+var upstreamTS = uint64(time.Date(2024, 3, 16, 14, 2, 31, 0, time.UTC).UnixMicro())
+
+func mustParse(t testing.TB, s string) *Template {
+	t.Helper()
+	tpl, err := ParseTemplate(s)
+	if err != nil {
+		t.Fatalf("ParseTemplate(%q): %v", s, err)
+	}
+	return tpl
+}
+
+// TestObjectKeyUpstreamGolden reproduces every literal key of
+// reference/upstream-s3-sink.md §5 and the seed document, byte for byte.
+func TestObjectKeyUpstreamGolden(t *testing.T) {
+	const defaultTemplate = "{stream}/{topic}/{date}/{hour}"
+	tests := []struct {
+		name, prefix, template, stream, topic string
+		partition                             uint32
+		first, last, ts                       uint64
+		ext, want                             string
+	}{
+		{"prefix iggy/raw default template", "iggy/raw", defaultTemplate, "app_logs", "api_requests", 1, 0, 99, upstreamTS, "jsonl",
+			"iggy/raw/app_logs/api_requests/2024-03-16/14/00001-00000000000000000000-00000000000000000099.jsonl"},
+		{"no prefix, partition in template", "", "{stream}/{topic}/{partition}/{date}", "app_logs", "api_requests", 1, 100, 199, upstreamTS, "json",
+			"app_logs/api_requests/1/2024-03-16/00001-00000000000000000100-00000000000000000199.json"},
+		{"empty prefix", "", "{stream}", "app_logs", "api_requests", 1, 0, 0, upstreamTS, "jsonl",
+			"app_logs/00001-00000000000000000000-00000000000000000000.jsonl"},
+		{"prefix with trailing slash", "data/", "{topic}", "app_logs", "api_requests", 1, 5, 10, upstreamTS, "jsonl",
+			"data/api_requests/00001-00000000000000000005-00000000000000000010.jsonl"},
+		{"seed document example", "", defaultTemplate, "application_logs", "api_requests", 0, 0, 999,
+			uint64(time.Date(2026, 3, 16, 14, 59, 59, 999999000, time.UTC).UnixMicro()), "jsonl",
+			"application_logs/api_requests/2026-03-16/14/00000-00000000000000000000-00000000000000000999.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ObjectKey(tt.prefix, mustParse(t, tt.template), tt.stream, tt.topic, tt.partition, tt.first, tt.last, tt.ts, tt.ext)
+			if got != tt.want {
+				t.Errorf("ObjectKey\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestObjectKeyRendering(t *testing.T) {
+	ts := uint64(time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC).UnixMicro())
+	tests := []struct {
+		name, prefix, template, stream, topic string
+		partition                             uint32
+		ext, want                             string
+	}{
+		{"sanitised stream and topic", "", "{stream}/{topic}", "my//stream", "topic with spaces", 7, "jsonl",
+			"my__stream/topic_with_spaces/00007-00000000000000000001-00000000000000000002.jsonl"},
+		{"multibyte rune becomes one underscore", "", "{stream}", "zürich€", "t", 0, "bin",
+			"z_rich_/00000-00000000000000000001-00000000000000000002.bin"},
+		{"hive style", "lake", "dt={date}/hour={hour}", "s", "t", 3, "jsonl.gz",
+			"lake/dt=2025-01-02/hour=03/00003-00000000000000000001-00000000000000000002.jsonl.gz"},
+		{"finer fields", "", "{year}/{month}/{day}/{hour}/{minute}", "s", "t", 3, "json.zst",
+			"2025/01/02/03/04/00003-00000000000000000001-00000000000000000002.json.zst"},
+		{"timestamp is epoch millis, partition unpadded", "", "{timestamp}/{partition}", "s", "t", 42, "jsonl",
+			"1735787045678/42/00042-00000000000000000001-00000000000000000002.jsonl"},
+		{"prefix trimmed both ends, inner slashes kept", "//a//b//", "{topic}", "s", "t", 1, "jsonl",
+			"a//b/t/00001-00000000000000000001-00000000000000000002.jsonl"},
+		{"prefix of only slashes omitted", "///", "{topic}", "s", "t", 1, "jsonl",
+			"t/00001-00000000000000000001-00000000000000000002.jsonl"},
+		{"template kept verbatim like upstream", "", "/{stream}/", "s", "t", 1, "jsonl",
+			"/s//00001-00000000000000000001-00000000000000000002.jsonl"},
+		{"partition wider than 5 digits not truncated", "", "{stream}", "s", "t", 1234567, "jsonl",
+			"s/1234567-00000000000000000001-00000000000000000002.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ObjectKey(tt.prefix, mustParse(t, tt.template), tt.stream, tt.topic, tt.partition, 1, 2, ts, tt.ext)
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestObjectKeyLexicalOrder(t *testing.T) {
+	tpl := mustParse(t, "{stream}/{topic}")
+	ranges := [][2]uint64{{0, 999}, {999000, 999999}, {1000000, 1000999}, {9999999999, 10000000000}, {1<<64 - 2, 1<<64 - 1}}
+	var keys []string
+	for _, r := range ranges {
+		keys = append(keys, ObjectKey("", tpl, "s", "t", 1, r[0], r[1], upstreamTS, "jsonl"))
+	}
+	if !sort.StringsAreSorted(keys) {
+		t.Errorf("keys in offset order are not in lexical order: %q", keys)
+	}
+}
+
+func TestAppendObjectKeyMatchesAndDoesNotAllocate(t *testing.T) {
+	tpl := mustParse(t, "{stream}/{topic}/{date}/{hour}/{minute}/{timestamp}/{partition}")
+	want := ObjectKey("p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")
+	buf := make([]byte, 0, 256)
+	if got := string(AppendObjectKey(buf, "p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")); got != want {
+		t.Fatalf("AppendObjectKey = %s, ObjectKey = %s", got, want)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		buf = AppendObjectKey(buf[:0], "p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")
+	})
+	if allocs != 0 {
+		t.Errorf("AppendObjectKey allocates %.0f times per key, want 0", allocs)
+	}
+}
+
+func TestParseTemplateErrors(t *testing.T) {
+	tests := []struct {
+		template string
+		wantText []string
+	}{
+		{"", []string{"empty"}},
+		{"{stream}/{minutes}", []string{"{minutes}", "{stream}", "{minute}", "{timestamp}"}},
+		{"{}", []string{"unknown placeholder {}"}},
+		{"{stream", []string{"'{'", "byte 0", "not closed"}},
+		{"a/{b/{stream}", []string{"'{'", "byte 2"}},
+		{"stream}", []string{"'}'", "byte 6"}},
+		{"{{stream}}", []string{"'{'", "byte 0"}},
+		{"{Stream}", []string{"unknown placeholder {Stream}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.template, func(t *testing.T) {
+			tpl, err := ParseTemplate(tt.template)
+			if err == nil {
+				t.Fatalf("ParseTemplate(%q) = %q, want error", tt.template, tpl.String())
+			}
+			if !errors.Is(err, ErrInvalidTemplate) {
+				t.Errorf("error %v does not wrap ErrInvalidTemplate", err)
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseTemplateString(t *testing.T) {
+	for _, s := range []string{"{stream}/{topic}/{date}/{hour}", "plain", "dt={date}/hour={hour}", "{year}{month}{day}"} {
+		if got := mustParse(t, s).String(); got != s {
+			t.Errorf("String() = %q, want %q", got, s)
+		}
+	}
+}
+
+func TestParseObjectName(t *testing.T) {
+	tests := []struct {
+		key         string
+		ok          bool
+		partition   uint32
+		first, last uint64
+		ext         string
+	}{
+		{"00001-00000000000000000000-00000000000000000099.jsonl.gz", true, 1, 0, 99, "jsonl.gz"},
+		{"iggy/raw/a/b/2024-03-16/14/00001-00000000000000000100-00000000000000000199.json", true, 1, 100, 199, "json"},
+		{"x/1234567-00000000000000000005-00000000000000000005.bin", true, 1234567, 5, 5, "bin"},
+		{"x/4294967295-18446744073709551614-18446744073709551615.jsonl", true, 1<<32 - 1, 1<<64 - 2, 1<<64 - 1, "jsonl"},
+		{"00001-00000000000000000000-00000000000000000099.", false, 0, 0, 0, ""},           // empty ext
+		{"00001-00000000000000000000-00000000000000000099", false, 0, 0, 0, ""},            // no ext
+		{"0001-00000000000000000000-00000000000000000099.jsonl", false, 0, 0, 0, ""},       // partition too short
+		{"000001-00000000000000000000-00000000000000000099.jsonl", false, 0, 0, 0, ""},     // not canonical padding
+		{"00001-0000000000000000000-00000000000000000099.jsonl", false, 0, 0, 0, ""},       // 19-digit first
+		{"00001-00000000000000000100-00000000000000000099.jsonl", false, 0, 0, 0, ""},      // first > last
+		{"00001-99999999999999999999-99999999999999999999.jsonl", false, 0, 0, 0, ""},      // > MaxUint64
+		{"4294967296-00000000000000000000-00000000000000000001.jsonl", false, 0, 0, 0, ""}, // > MaxUint32
+		{"0000a-00000000000000000000-00000000000000000001.jsonl", false, 0, 0, 0, ""},
+		{"00001-0000000000000000000+-00000000000000000001.jsonl", false, 0, 0, 0, ""},
+		{".iggy-sink-probe", false, 0, 0, 0, ""},
+		{"", false, 0, 0, 0, ""},
+		{"a/b/", false, 0, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			p, f, l, ext, ok := ParseObjectName(tt.key)
+			if ok != tt.ok || p != tt.partition || f != tt.first || l != tt.last || ext != tt.ext {
+				t.Errorf("ParseObjectName(%q) = %d, %d, %d, %q, %v; want %d, %d, %d, %q, %v",
+					tt.key, p, f, l, ext, ok, tt.partition, tt.first, tt.last, tt.ext, tt.ok)
+			}
+		})
+	}
+}
+
+func TestListPrefix(t *testing.T) {
+	tests := []struct {
+		prefix, template string
+		partition        uint32
+		want             string
+	}{
+		{"iggy/raw", "{stream}/{topic}/{date}/{hour}", 1, "iggy/raw/my_stream/t/"},
+		{"", "{stream}/{topic}/{partition}/{date}", 12, "my_stream/t/12/"},
+		{"/lake/", "dt={date}/hour={hour}", 1, "lake/dt="},
+		{"", "{timestamp}", 1, ""},
+		{"", "{stream}/{topic}/{partition}", 3, "my_stream/t/3/00003-"},
+		{"p", "{topic}", 123456, "p/t/123456-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.template, func(t *testing.T) {
+			tpl := mustParse(t, tt.template)
+			got := ListPrefix(tt.prefix, tpl, "my stream", "t", tt.partition)
+			if got != tt.want {
+				t.Errorf("ListPrefix = %q, want %q", got, tt.want)
+			}
+			// Every object of that partition must be listed under the prefix.
+			for _, ts := range []uint64{0, upstreamTS, uint64(time.Date(2031, 12, 31, 23, 59, 0, 0, time.UTC).UnixMicro())} {
+				key := ObjectKey(tt.prefix, tpl, "my stream", "t", tt.partition, 5, 9, ts, "jsonl")
+				if !strings.HasPrefix(key, got) {
+					t.Errorf("key %q is not under list prefix %q", key, got)
+				}
+			}
+		})
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	tests := map[string]string{
+		"app_logs":          "app_logs",
+		"A-Z.a-z_0-9":       "A-Z.a-z_0-9",
+		"my//stream":        "my__stream",
+		"topic with spaces": "topic_with_spaces",
+		"../etc":            ".._etc",
+		"日本":                "__",
+		"a{topic}b":         "a_topic_b",
+		"":                  "",
+	}
+	for in, want := range tests {
+		if got := Sanitize(in); got != want {
+			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPlaceholdersAllParse(t *testing.T) {
+	all := strings.Join(Placeholders(), "/")
+	if len(Placeholders()) != 10 {
+		t.Fatalf("Placeholders() = %v, want the 10 documented ones", Placeholders())
+	}
+	if _, err := ParseTemplate(all); err != nil {
+		t.Fatalf("template of every placeholder %q: %v", all, err)
+	}
+}

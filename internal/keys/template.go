@@ -1,0 +1,111 @@
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrInvalidTemplate is wrapped by every error ParseTemplate returns.
+var ErrInvalidTemplate = errors.New("invalid path template")
+
+type placeholder uint8
+
+const (
+	literal placeholder = iota
+	phStream
+	phTopic
+	phPartition
+	phDate
+	phHour
+	phTimestamp
+	phYear
+	phMonth
+	phDay
+	phMinute
+)
+
+// placeholderNames is in documentation order; the index is the placeholder value.
+var placeholderNames = [...]string{
+	phStream:    "stream",
+	phTopic:     "topic",
+	phPartition: "partition",
+	phDate:      "date",
+	phHour:      "hour",
+	phTimestamp: "timestamp",
+	phYear:      "year",
+	phMonth:     "month",
+	phDay:       "day",
+	phMinute:    "minute",
+}
+
+// Placeholders returns the placeholders a path template may use, braces included.
+func Placeholders() []string {
+	out := make([]string, 0, len(placeholderNames)-1)
+	for _, n := range placeholderNames[1:] {
+		out = append(out, "{"+n+"}")
+	}
+	return out
+}
+
+type segment struct {
+	kind placeholder
+	text string // literal text; empty for placeholders
+}
+
+// Template is a parsed path_template. Parsing happens once, at configuration
+// time, so rendering a key per object is a walk over segments.
+type Template struct {
+	src      string
+	segments []segment
+}
+
+// ParseTemplate parses a path template such as "{stream}/{topic}/{date}/{hour}".
+func ParseTemplate(s string) (*Template, error) {
+	if s == "" {
+		return nil, fmt.Errorf("%w: template is empty; use e.g. %q", ErrInvalidTemplate, "{stream}/{topic}/{date}/{hour}")
+	}
+	t := &Template{src: s}
+	rest := s
+	pos := 0
+	for rest != "" {
+		i := strings.IndexAny(rest, "{}")
+		if i < 0 {
+			t.segments = append(t.segments, segment{text: rest})
+			break
+		}
+		if i > 0 {
+			t.segments = append(t.segments, segment{text: rest[:i]})
+		}
+		if rest[i] == '}' {
+			return nil, fmt.Errorf("%w: '}' at byte %d has no matching '{'", ErrInvalidTemplate, pos+i)
+		}
+		end := strings.IndexAny(rest[i+1:], "{}")
+		if end < 0 || rest[i+1+end] == '{' {
+			return nil, fmt.Errorf("%w: '{' at byte %d is not closed by '}'", ErrInvalidTemplate, pos+i)
+		}
+		name := rest[i+1 : i+1+end]
+		kind := lookupPlaceholder(name)
+		if kind == literal {
+			return nil, fmt.Errorf("%w: unknown placeholder {%s}; valid placeholders are %s",
+				ErrInvalidTemplate, name, strings.Join(Placeholders(), " "))
+		}
+		t.segments = append(t.segments, segment{kind: kind})
+		consumed := i + 1 + end + 1
+		rest = rest[consumed:]
+		pos += consumed
+	}
+	return t, nil
+}
+
+func lookupPlaceholder(name string) placeholder {
+	for i, n := range placeholderNames {
+		if i > 0 && n == name {
+			return placeholder(i)
+		}
+	}
+	return literal
+}
+
+// String returns the template as written.
+func (t *Template) String() string { return t.src }

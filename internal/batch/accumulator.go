@@ -1,0 +1,178 @@
+package batch
+
+import "time"
+
+// Rotation decides object boundaries. Size counts the uncompressed object
+// bytes including framing; an object never exceeds MaxBytes unless a single
+// record alone does, and never holds more than MaxMessages records.
+type Rotation struct {
+	MaxBytes    int64         // 0 = no size limit
+	MaxMessages uint64        // 0 = no count limit
+	MaxAge      time.Duration // 0 = never due by age
+}
+
+// Accumulator builds one object of one partition. It keeps the object's
+// bytes in memory up to keepLimit bytes; beyond that it keeps counting sizes
+// but drops the bytes (Spilled reports it), so that the caller re-renders
+// the range by streaming through an ObjectWriter with bounded memory.
+type Accumulator struct {
+	enc  *Encoder
+	rot  Rotation
+	keep int64
+
+	buf     []byte // header + records while not spilled
+	scratch []byte // where records are rendered once spilled
+
+	emptySize int64 // header + trailer
+	minRecord int64 // the smallest record any message can render to
+	size      int64
+	n         int
+	first     uint64
+	last      uint64
+	firstTS   uint64
+	spilled   bool
+	rejected  bool
+}
+
+// NewAccumulator returns an empty accumulator. keepLimit bounds the bytes
+// held in memory; keepLimit ≤ 0 keeps none (sizes are still counted).
+func NewAccumulator(e *Encoder, r Rotation, keepLimit int64) *Accumulator {
+	a := &Accumulator{enc: e, rot: r, keep: keepLimit}
+	a.emptySize = int64(len(e.AppendHeader(nil)) + len(e.AppendTrailer(nil)))
+	a.minRecord = minRecordSize(e)
+	a.Reset()
+	return a
+}
+
+// minRecordSize is the length of the shortest framed record e can produce
+// after the first one: a one-byte payload value at offset 0 without headers.
+func minRecordSize(e *Encoder) int64 {
+	if e.format == fmtRaw {
+		return 0
+	}
+	probe := *e
+	probe.headers = false
+	probe.transformer = nil
+	probe.schema = schJSON
+	rec, err := probe.AppendRecord(nil, &Message{Payload: []byte("0")}, false)
+	if err != nil {
+		return 0
+	}
+	return int64(len(rec))
+}
+
+// Add encodes m and appends it if it fits. It returns false, leaving the
+// object unchanged, when the object is non-empty and m would push it over
+// MaxBytes or MaxMessages: the object is full and m starts the next one. An
+// empty object always accepts m. An encoding error leaves the object
+// unchanged too.
+func (a *Accumulator) Add(m *Message) (bool, error) {
+	if a.n > 0 && a.rot.MaxMessages > 0 && uint64(a.n) >= a.rot.MaxMessages {
+		a.rejected = true
+		return false, nil
+	}
+	target := a.buf
+	if a.spilled {
+		target = a.scratch[:0]
+	}
+	start := len(target)
+	invalid, bad := a.enc.invalid, a.enc.badHeaders
+	out, err := a.enc.AppendRecord(target, m, a.n == 0)
+	if err != nil {
+		return false, err
+	}
+	recLen := int64(len(out) - start)
+	if a.n > 0 && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
+		// m is rendered again for the next object: count it there, not twice.
+		a.enc.invalid, a.enc.badHeaders = invalid, bad
+		if a.spilled {
+			a.scratch = out[:0]
+		} else {
+			a.buf = out[:start]
+		}
+		a.rejected = true
+		return false, nil
+	}
+	a.size += recLen
+	if a.n == 0 {
+		a.first, a.firstTS = m.Offset, m.Timestamp
+	}
+	a.last = m.Offset
+	a.n++
+	switch {
+	case a.spilled:
+		a.scratch = out[:0]
+	case a.size > a.keep:
+		a.spilled = true
+		a.scratch = out[:0]
+		a.buf = a.buf[:0]
+	default:
+		a.buf = out
+	}
+	return true, nil
+}
+
+// Full reports that no further record can fit: the count is reached, the
+// size leaves no room for the smallest possible record, or the last Add
+// returned false.
+func (a *Accumulator) Full() bool {
+	if a.rejected {
+		return true
+	}
+	if a.n == 0 {
+		return false
+	}
+	if a.rot.MaxMessages > 0 && uint64(a.n) >= a.rot.MaxMessages {
+		return true
+	}
+	return a.rot.MaxBytes > 0 && (a.size >= a.rot.MaxBytes || a.size+a.minRecord > a.rot.MaxBytes)
+}
+
+// Due reports that the object is non-empty and its first message's server
+// timestamp is more than MaxAge before now.
+func (a *Accumulator) Due(now time.Time) bool {
+	if a.n == 0 || a.rot.MaxAge <= 0 {
+		return false
+	}
+	return now.Sub(time.UnixMicro(int64(a.firstTS))) > a.rot.MaxAge
+}
+
+// Len is the number of records in the object.
+func (a *Accumulator) Len() int { return a.n }
+
+// Size is the uncompressed object size, header and trailer included.
+func (a *Accumulator) Size() int64 { return a.size }
+
+// First is the offset of the object's first message.
+func (a *Accumulator) First() uint64 { return a.first }
+
+// Last is the offset of the object's last message.
+func (a *Accumulator) Last() uint64 { return a.last }
+
+// FirstTimestamp is the server timestamp (µs) of the first message.
+func (a *Accumulator) FirstTimestamp() uint64 { return a.firstTS }
+
+// Spilled reports that the object outgrew keepLimit and its bytes were
+// dropped; Bytes is then unavailable.
+func (a *Accumulator) Spilled() bool { return a.spilled }
+
+// Bytes returns the complete uncompressed object (header, records,
+// trailer). It is valid only if !Spilled() and aliases the internal buffer
+// until the next Add or Reset.
+func (a *Accumulator) Bytes() []byte {
+	if a.spilled {
+		return nil
+	}
+	return a.enc.AppendTrailer(a.buf)
+}
+
+// Reset empties the object, keeping its buffers for reuse.
+func (a *Accumulator) Reset() {
+	a.buf = a.enc.AppendHeader(a.buf[:0])
+	a.scratch = a.scratch[:0]
+	a.size = a.emptySize
+	a.n = 0
+	a.first, a.last, a.firstTS = 0, 0, 0
+	a.spilled = false
+	a.rejected = false
+}

@@ -1,0 +1,141 @@
+package batch
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Object compressions (plugin_config compression).
+const (
+	CompressionNone = "none"
+	CompressionGzip = "gzip"
+	CompressionZstd = "zstd"
+)
+
+// CompressionExt is the object name suffix for compression: "", "gz" or "zst".
+func CompressionExt(compression string) string {
+	switch compression {
+	case CompressionGzip:
+		return "gz"
+	case CompressionZstd:
+		return "zst"
+	}
+	return ""
+}
+
+// ContentEncoding is the HTTP Content-Encoding for compression: "", "gzip"
+// or "zstd".
+func ContentEncoding(compression string) string {
+	switch compression {
+	case CompressionGzip:
+		return "gzip"
+	case CompressionZstd:
+		return "zstd"
+	}
+	return ""
+}
+
+func checkCompression(compression string) error {
+	switch compression {
+	case "", CompressionNone, CompressionGzip, CompressionZstd:
+		return nil
+	}
+	return fmt.Errorf("batch: unknown compression %q (accepted: none, gzip, zstd)", compression)
+}
+
+// appendWriter is an io.Writer that appends to a byte slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// gzipSink pairs a gzip writer with the appendWriter it writes to, so that a
+// pooled pair is reused without allocating.
+type gzipSink struct {
+	zw  *gzip.Writer
+	out appendWriter
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	s := &gzipSink{}
+	s.zw = gzip.NewWriter(&s.out)
+	return s
+}}
+
+// zstdOneShot serves Compress; EncodeAll is safe for concurrent use and
+// reuses its internal encoders.
+var zstdOneShot = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil)
+})
+
+// zstdStreams holds streaming encoders for ObjectWriter. One goroutine per
+// stream keeps memory predictable inside a Lambda.
+var zstdStreams = sync.Pool{New: func() any {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	return enc
+}}
+
+// Compress appends src compressed with compression ("none", "gzip" or
+// "zstd") to dst; encoders are pooled, so repeated calls are cheap.
+func Compress(dst, src []byte, compression string) ([]byte, error) {
+	switch compression {
+	case "", CompressionNone:
+		return append(dst, src...), nil
+	case CompressionGzip:
+		s := gzipPool.Get().(*gzipSink)
+		s.out.b = dst
+		s.zw.Reset(&s.out)
+		_, err := s.zw.Write(src)
+		if cerr := s.zw.Close(); err == nil {
+			err = cerr
+		}
+		out := s.out.b
+		s.out.b = nil
+		gzipPool.Put(s)
+		if err != nil {
+			return dst, fmt.Errorf("batch: gzip: %w", err)
+		}
+		return out, nil
+	case CompressionZstd:
+		enc, err := zstdOneShot()
+		if err != nil {
+			return dst, fmt.Errorf("batch: zstd: %w", err)
+		}
+		return enc.EncodeAll(src, dst), nil
+	}
+	return dst, checkCompression(compression)
+}
+
+// newCompressor wraps w for streaming; release returns pooled state.
+func newCompressor(w io.Writer, compression string) (io.WriteCloser, func(), error) {
+	switch compression {
+	case CompressionGzip:
+		s := gzipPool.Get().(*gzipSink)
+		s.zw.Reset(w)
+		return s.zw, func() {
+			s.zw.Reset(&s.out)
+			gzipPool.Put(s)
+		}, nil
+	case CompressionZstd:
+		v := zstdStreams.Get()
+		enc, ok := v.(*zstd.Encoder)
+		if !ok {
+			return nil, nil, fmt.Errorf("batch: zstd: %w", v.(error))
+		}
+		enc.Reset(w)
+		return enc, func() {
+			enc.Reset(nil)
+			zstdStreams.Put(enc)
+		}, nil
+	}
+	return nil, nil, checkCompression(compression)
+}

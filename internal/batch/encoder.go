@@ -1,0 +1,300 @@
+package batch
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+)
+
+type formatKind uint8
+
+const (
+	fmtLines formatKind = iota
+	fmtArray
+	fmtRaw
+)
+
+type schemaKind uint8
+
+const (
+	schJSON schemaKind = iota
+	schText
+	schBinary // raw, proto, flatbuffer, avro: JSON if it parses, else base64
+)
+
+// Encoder renders the messages of one partition as framed records. It keeps
+// scratch buffers between calls, so it is not safe for concurrent use.
+type Encoder struct {
+	part        Partition
+	format      formatKind
+	schema      schemaKind
+	meta        bool
+	headers     bool
+	failInvalid bool
+	transformer Transformer
+
+	// metaTail is the constant part of the metadata after the timestamp:
+	// `","stream":"…","topic":"…","partition_id":N`.
+	metaTail []byte
+
+	sc scanner
+	hs headerSet
+
+	// The last header bytes seen and their rendering (see renderHeaders).
+	hdrRaw  []byte
+	hdrJSON []byte
+	hdrOK   bool
+	hdrBad  bool
+
+	tbuf []byte // transformer output
+	cbuf []byte // validity probe for raw-format payloads
+
+	// The last rendered timestamp second: messages of a batch usually share
+	// it, so its text is reused.
+	tsSec  uint64
+	tsText [20]byte
+	tsOK   bool
+
+	invalid    uint64
+	badHeaders uint64
+}
+
+// NewEncoder returns an encoder for partition p. It fails on an unknown
+// format, schema or invalid-payload policy.
+func NewEncoder(p Partition, o Options) (*Encoder, error) {
+	e := &Encoder{
+		part:        p,
+		meta:        o.IncludeMetadata,
+		headers:     o.IncludeHeaders,
+		transformer: o.Transformer,
+	}
+	switch o.Format {
+	case FormatJSONLines:
+		e.format = fmtLines
+	case FormatJSONArray:
+		e.format = fmtArray
+	case FormatRaw:
+		e.format = fmtRaw
+	default:
+		return nil, fmt.Errorf("batch: unknown output format %q (accepted: json_lines, json_array, raw)", o.Format)
+	}
+	switch o.Schema {
+	case SchemaJSON:
+		e.schema = schJSON
+	case SchemaText:
+		e.schema = schText
+	case SchemaRaw, SchemaProto, SchemaFlatbuffer, SchemaAvro:
+		e.schema = schBinary
+	default:
+		return nil, fmt.Errorf("batch: unknown schema %q (accepted: json, text, raw, proto, flatbuffer, avro)", o.Schema)
+	}
+	switch o.InvalidPayload {
+	case "", InvalidBase64:
+	case InvalidFail:
+		e.failInvalid = true
+	default:
+		return nil, fmt.Errorf("batch: unknown invalid_payload %q (accepted: base64, fail)", o.InvalidPayload)
+	}
+	t := []byte(`","stream":`)
+	t = appendJSONString(t, []byte(p.Stream))
+	t = append(t, `,"topic":`...)
+	t = appendJSONString(t, []byte(p.Topic))
+	t = append(t, `,"partition_id":`...)
+	e.metaTail = strconv.AppendUint(t, uint64(p.ID), 10)
+	return e, nil
+}
+
+// Extension is the object name extension without a compression suffix.
+func (e *Encoder) Extension() string {
+	switch e.format {
+	case fmtLines:
+		return "jsonl"
+	case fmtArray:
+		return "json"
+	}
+	return "bin"
+}
+
+// AppendHeader appends the bytes that open an object.
+func (e *Encoder) AppendHeader(dst []byte) []byte {
+	if e.format == fmtArray {
+		return append(dst, '[')
+	}
+	return dst
+}
+
+// AppendTrailer appends the bytes that close an object.
+func (e *Encoder) AppendTrailer(dst []byte) []byte {
+	if e.format == fmtArray {
+		return append(dst, ']')
+	}
+	return dst
+}
+
+// InvalidPayloads counts the payloads kept as base64 because they were not
+// valid JSON under schema json.
+func (e *Encoder) InvalidPayloads() uint64 { return e.invalid }
+
+// MalformedHeaders counts messages whose user-header bytes did not parse;
+// their records are written without a headers field.
+func (e *Encoder) MalformedHeaders() uint64 { return e.badHeaders }
+
+// AppendRecord appends message m's framed record to dst: for json_array a
+// leading ',' unless first, for json_lines a trailing '\n'. On error dst is
+// returned unchanged.
+func (e *Encoder) AppendRecord(dst []byte, m *Message, first bool) ([]byte, error) {
+	if e.format == fmtRaw {
+		out, err := e.appendRawPayload(dst, m)
+		if err != nil {
+			return dst, err
+		}
+		return out, nil
+	}
+	out := dst
+	badHeaders := e.badHeaders
+	if e.format == fmtArray && !first {
+		out = append(out, ',')
+	}
+	out = append(out, '{')
+	comma := false
+	if e.meta {
+		out = append(out, `"offset":`...)
+		out = strconv.AppendUint(out, m.Offset, 10)
+		out = append(out, `,"timestamp":"`...)
+		out = e.appendTimestamp(out, m.Timestamp)
+		out = append(out, e.metaTail...)
+		comma = true
+	}
+	if e.headers && len(m.Headers) > 0 {
+		e.renderHeaders(m.Headers)
+		if e.hdrBad {
+			// A message is worth more than its headers: keep the record and
+			// count the loss rather than stop the partition.
+			e.badHeaders++
+		} else {
+			if comma {
+				out = append(out, ',')
+			}
+			out = append(out, `"headers":`...)
+			out = append(out, e.hdrJSON...)
+			comma = true
+		}
+	}
+	if comma {
+		out = append(out, ',')
+	}
+	out = append(out, `"payload":`...)
+	out, err := e.appendJSONPayload(out, m)
+	if err != nil {
+		e.badHeaders = badHeaders // no record was written
+		return dst, err
+	}
+	out = append(out, '}')
+	if e.format == fmtLines {
+		out = append(out, '\n')
+	}
+	return out, nil
+}
+
+// renderHeaders renders raw into e.hdrJSON (or sets e.hdrBad). Producers
+// often send the same headers on every message, so the last rendering is
+// reused while the bytes repeat.
+func (e *Encoder) renderHeaders(raw []byte) {
+	if e.hdrOK && bytes.Equal(raw, e.hdrRaw) {
+		return
+	}
+	e.hdrRaw = append(e.hdrRaw[:0], raw...)
+	e.hdrJSON = e.hdrJSON[:0]
+	e.hdrOK = true
+	e.hdrBad = e.hs.parse(raw) != nil
+	if !e.hdrBad {
+		e.hdrJSON = e.hs.appendObject(e.hdrJSON)
+	}
+}
+
+func (e *Encoder) appendTimestamp(dst []byte, micros uint64) []byte {
+	sec := micros / 1_000_000
+	if !e.tsOK || sec != e.tsSec {
+		// Every rendering, the out-of-range fallback included, is 20 bytes.
+		appendRFC3339Seconds(e.tsText[:0], micros)
+		e.tsSec, e.tsOK = sec, true
+	}
+	return append(dst, e.tsText[:]...)
+}
+
+// appendJSONPayload renders the payload as a JSON value per schema.
+func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
+	switch e.schema {
+	case schText:
+		return appendJSONString(dst, m.Payload), nil
+	case schJSON:
+		return e.appendSchemaJSON(dst, m)
+	}
+	start := len(dst)
+	out, ok, _ := e.sc.appendCompact(dst, m.Payload)
+	if !ok {
+		return appendBase64(dst, m.Payload), nil
+	}
+	if e.transformer != nil && out[start] == '{' {
+		return e.transform(dst, m)
+	}
+	return out, nil
+}
+
+// appendSchemaJSON handles schema json: the payload validated and
+// compacted, or the invalid-payload policy.
+func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
+	out, ok, at := e.sc.appendCompact(dst, m.Payload)
+	if !ok {
+		if e.failInvalid {
+			return dst, &InvalidPayloadError{
+				Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset,
+				Err: fmt.Errorf("%w (at byte %d of %d)", ErrInvalidJSON, at, len(m.Payload)),
+			}
+		}
+		e.invalid++
+		return appendBase64(dst, m.Payload), nil
+	}
+	if e.transformer != nil {
+		return e.transform(dst, m)
+	}
+	return out, nil
+}
+
+// appendRawPayload renders the raw format: payload bytes only. Schema json
+// payloads are compacted (an invalid one follows the invalid-payload policy
+// and, when kept, is written as its base64 JSON string so that the object
+// stays a sequence of JSON values).
+func (e *Encoder) appendRawPayload(dst []byte, m *Message) ([]byte, error) {
+	switch e.schema {
+	case schJSON:
+		return e.appendSchemaJSON(dst, m)
+	case schBinary:
+		if e.transformer != nil && len(m.Payload) > 0 {
+			var ok bool
+			e.cbuf, ok, _ = e.sc.appendCompact(e.cbuf[:0], m.Payload)
+			if ok && e.cbuf[0] == '{' {
+				return e.transform(dst, m)
+			}
+		}
+	}
+	return append(dst, m.Payload...), nil
+}
+
+// transform runs the Transformer on a payload already known to be valid JSON
+// and appends its output, checked and compacted, to dst.
+func (e *Encoder) transform(dst []byte, m *Message) ([]byte, error) {
+	var err error
+	e.tbuf, err = e.transformer.Transform(e.tbuf[:0], m.Payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+	if err != nil {
+		return dst, &TransformError{Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset, Err: err}
+	}
+	out, ok, at := e.sc.appendCompact(dst, e.tbuf)
+	if !ok {
+		return dst, &TransformError{
+			Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset,
+			Err: fmt.Errorf("transformer output is not valid JSON (at byte %d of %d)", at, len(e.tbuf)),
+		}
+	}
+	return out, nil
+}

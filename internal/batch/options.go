@@ -1,0 +1,98 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Output formats (plugin_config output_format).
+const (
+	FormatJSONLines = "json_lines"
+	FormatJSONArray = "json_array"
+	FormatRaw       = "raw"
+)
+
+// Stream schemas ([[streams]] schema).
+const (
+	SchemaJSON       = "json"
+	SchemaText       = "text"
+	SchemaRaw        = "raw"
+	SchemaProto      = "proto"
+	SchemaFlatbuffer = "flatbuffer"
+	SchemaAvro       = "avro"
+)
+
+// What to do with a payload that is not JSON under schema json.
+const (
+	InvalidBase64 = "base64"
+	InvalidFail   = "fail"
+)
+
+// Options selects how records are rendered.
+type Options struct {
+	Format          string // "json_lines" | "json_array" | "raw"
+	Schema          string // "json" | "text" | "raw" | "proto" | "flatbuffer" | "avro"
+	IncludeMetadata bool
+	IncludeHeaders  bool
+	// InvalidPayload: "base64" (or "") keeps a payload that is not valid JSON
+	// under schema json as a base64 string and counts it; "fail" makes
+	// AppendRecord return an *InvalidPayloadError.
+	InvalidPayload string
+	// Transformer is optional; it is applied to JSON payloads (schema json,
+	// and raw/proto/flatbuffer/avro payloads that are JSON objects) before
+	// encoding.
+	Transformer Transformer
+}
+
+// Transformer rewrites one JSON payload (valid, compact or not) and appends
+// the result (valid JSON) to dst. Implemented by internal/transform.
+type Transformer interface {
+	Transform(dst, payload []byte, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
+}
+
+// ErrInvalidJSON is wrapped by InvalidPayloadError when a payload under
+// schema json is not valid JSON.
+var ErrInvalidJSON = errors.New("payload is not valid JSON")
+
+// InvalidPayloadError names the message whose payload could not be encoded
+// under InvalidPayload "fail". It never carries payload bytes, which may be
+// sensitive.
+type InvalidPayloadError struct {
+	Stream, Topic string
+	Partition     uint32
+	Offset        uint64
+	Err           error
+}
+
+func (e *InvalidPayloadError) Error() string {
+	return fmt.Sprintf("stream %q topic %q partition %d offset %d: %v", e.Stream, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *InvalidPayloadError) Unwrap() error { return e.Err }
+
+// TransformError wraps a Transformer failure or a Transformer output that is
+// not valid JSON, naming the message.
+type TransformError struct {
+	Stream, Topic string
+	Partition     uint32
+	Offset        uint64
+	Err           error
+}
+
+func (e *TransformError) Error() string {
+	return fmt.Sprintf("transform stream %q topic %q partition %d offset %d: %v", e.Stream, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *TransformError) Unwrap() error { return e.Err }
+
+// ContentType is the HTTP Content-Type of an object in format.
+func ContentType(format string) string {
+	switch format {
+	case FormatJSONLines:
+		return "application/x-ndjson"
+	case FormatJSONArray:
+		return "application/json"
+	default:
+		return "application/octet-stream"
+	}
+}

@@ -1,0 +1,156 @@
+package iggytest
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"time"
+)
+
+// session is the per-connection client state 0.8 keeps (one per TCP client).
+type session struct {
+	id     uint32
+	authed bool
+}
+
+type conn struct {
+	b      *Broker
+	nc     net.Conn
+	sess   *session
+	budget int // requests served before a forced close; 0 = unlimited
+	rbuf   []byte
+	wbuf   []byte
+}
+
+func (c *conn) serve() {
+	b := c.b
+	log := b.cfg.log.With("client", c.sess.id, "remote", c.nc.RemoteAddr().String())
+	log.Debug("iggytest connection opened")
+	err := c.loop(bufio.NewReaderSize(c.nc, 64<<10), c.nc)
+	_ = c.nc.Close()
+	b.dropSession(c.sess)
+	b.connMu.Lock()
+	delete(b.conns, c)
+	b.connMu.Unlock()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		log.Debug("iggytest connection ended", "err", err)
+		return
+	}
+	log.Debug("iggytest connection closed")
+}
+
+// loop answers frames from r on w until r fails or a fault hook closes the connection.
+func (c *conn) loop(r io.Reader, w io.Writer) error {
+	for served := 1; ; served++ {
+		reply, closeNow, err := c.handle(r)
+		if err != nil {
+			return err
+		}
+		if closeNow {
+			return nil
+		}
+		if d := time.Duration(c.b.delay.Load()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.b.done:
+				t.Stop()
+				return net.ErrClosed
+			}
+		}
+		if _, err := w.Write(reply); err != nil {
+			return err
+		}
+		if c.budget > 0 && served >= c.budget {
+			return nil
+		}
+	}
+}
+
+// handle reads one frame and returns the complete reply (header included) in a buffer
+// reused by the next call.
+func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
+	var hdr [requestLengthFieldSize]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, false, err
+	}
+	length := binary.LittleEndian.Uint32(hdr[:])
+	if length < requestCodeSize || length > maxSendPayload+requestCodeSize {
+		// Skip the frame so the next request still starts on a frame boundary.
+		if _, err := io.CopyN(io.Discard, r, int64(length)); err != nil {
+			return nil, false, err
+		}
+		return c.errorReply(0, fail(StatusInvalidCommand, "invalid frame length %d", length)), false, nil
+	}
+	frame, err := c.readFrame(r, int(length))
+	if err != nil {
+		return nil, false, err
+	}
+	code := binary.LittleEndian.Uint32(frame)
+	payload := frame[requestCodeSize:]
+	if code != CodeSendMessages && len(payload) > maxControlPayload {
+		return c.errorReply(code, fail(StatusInvalidCommand, "payload of %d bytes exceeds %d", len(payload), maxControlPayload)), false, nil
+	}
+	action, status := c.b.takeHook(code)
+	switch action {
+	case hookCloseBefore:
+		return nil, true, nil
+	case hookFail:
+		return c.errorReply(code, fail(status, "injected failure")), false, nil
+	}
+	req, serr := decodeRequest(code, payload)
+	if serr != nil {
+		return c.errorReply(code, serr), false, nil
+	}
+	if needsAuth(code) && !c.sess.authed {
+		return c.errorReply(code, fail(StatusUnauthenticated, "command %d needs authentication", code)), false, nil
+	}
+	var zero [responseHeaderSize]byte
+	out, serr := req.exec(c.b, c.sess, append(c.wbuf[:0], zero[:]...))
+	if serr != nil {
+		return c.errorReply(code, serr), false, nil
+	}
+	if action == hookCloseAfter {
+		return nil, true, nil
+	}
+	c.wbuf = out
+	c.b.cfg.log.Debug("iggytest request", "client", c.sess.id, "code", code, "reply_bytes", len(out)-responseHeaderSize)
+	return c.finish(out, StatusOK), false, nil
+}
+
+// readFrame reads n bytes into the reused buffer, growing it only as data arrives so
+// a length field alone cannot make the broker allocate 64 MiB.
+func (c *conn) readFrame(r io.Reader, n int) ([]byte, error) {
+	buf := c.rbuf[:0]
+	for len(buf) < n {
+		chunk := min(n-len(buf), max(len(buf), 64<<10))
+		buf = slices.Grow(buf, chunk)
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			c.rbuf = buf
+			return nil, err
+		}
+	}
+	c.rbuf = buf
+	return buf, nil
+}
+
+// finish fills the response header in front of the payload. No reply is 1 byte long:
+// the SDK would skip that byte and lose sync.
+func (c *conn) finish(out []byte, status uint32) []byte {
+	binary.LittleEndian.PutUint32(out[0:4], status)
+	binary.LittleEndian.PutUint32(out[4:8], uint32(len(out)-responseHeaderSize))
+	return out
+}
+
+func (c *conn) errorReply(code uint32, err *StatusError) []byte {
+	c.b.cfg.log.Debug("iggytest request failed", "client", c.sess.id, "code", code, "status", err.Status, "reason", err.Reason)
+	var zero [responseHeaderSize]byte
+	out := append(c.wbuf[:0], zero[:]...)
+	c.wbuf = out
+	return c.finish(out, err.Status)
+}

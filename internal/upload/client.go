@@ -1,0 +1,110 @@
+package upload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// DefaultResponseHeaderTimeout turns a server that accepted a request but
+// never answers into a retryable timeout.
+const DefaultResponseHeaderTimeout = 30 * time.Second
+
+// ClientOptions describe how to reach the store.
+type ClientOptions struct {
+	// Region; "auto" (Cloudflare R2) needs Endpoint. Empty: AWS_REGION etc.
+	Region string
+	// Endpoint of an S3-compatible store, e.g. http://127.0.0.1:7070.
+	Endpoint string
+	// PathStyle forces path-style (true) or virtual-hosted (false)
+	// addressing; nil means on exactly when an endpoint is set (here or by
+	// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL).
+	PathStyle *bool
+	// AccessKeyID and SecretAccessKey are used together or not at all;
+	// without them the SDK default chain (environment, shared files,
+	// container or instance role) supplies credentials.
+	AccessKeyID, SecretAccessKey string
+	// ResponseHeaderTimeout, default 30s; ignored when HTTPClient is set.
+	ResponseHeaderTimeout time.Duration
+	// HTTPClient replaces the SDK's client (its timeouts are then the
+	// caller's business).
+	HTTPClient *http.Client
+}
+
+// NewClient builds an S3 client for the Uploader: SDK retries off (the
+// Uploader retries and counts attempts itself), checksums only where an
+// operation requires them, credentials in the upstream connector's order.
+func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
+	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
+		return nil, errors.New("upload: access_key_id and secret_access_key must be set together (one is empty)")
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("upload: endpoint %q: want an http:// or https:// URL with a host", o.Endpoint)
+		}
+	}
+	if o.Region == "auto" && o.Endpoint == "" && envEndpoint() == "" {
+		return nil, errors.New(`upload: region "auto" needs an endpoint (it is Cloudflare R2's region)`)
+	}
+	if o.ResponseHeaderTimeout < 0 {
+		return nil, fmt.Errorf("upload: response header timeout %s: must not be negative", o.ResponseHeaderTimeout)
+	}
+	timeout := o.ResponseHeaderTimeout
+	if timeout == 0 {
+		timeout = DefaultResponseHeaderTimeout
+	}
+
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if o.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(o.Region))
+	}
+	if o.AccessKeyID != "" {
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, "")))
+	}
+	if o.HTTPClient != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	} else {
+		loadOpts = append(loadOpts, config.WithHTTPClient(awshttp.NewBuildableClient().
+			WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = timeout })))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("upload: load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("upload: no region: set region (or AWS_REGION)")
+	}
+	pathStyle := o.Endpoint != "" || envEndpoint() != ""
+	if o.PathStyle != nil {
+		pathStyle = *o.PathStyle
+	}
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+		}
+		so.UsePathStyle = pathStyle
+	}), nil
+}
+
+func envEndpoint() string {
+	if v := os.Getenv("AWS_ENDPOINT_URL_S3"); v != "" {
+		return v
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}

@@ -1,0 +1,194 @@
+package upload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// abortTimeout bounds the clean-up of a failed upload, which runs even when
+// the caller's context is already cancelled.
+const abortTimeout = 2 * time.Minute
+
+// multipart is one multipart upload in progress. Its methods are called by
+// one goroutine at a time.
+type multipart struct {
+	u        *Uploader
+	key      string
+	uploadID string
+	parts    []types.CompletedPart
+	bytes    int64
+	count    counter
+	// orphans is set when a CreateMultipartUpload attempt failed without a
+	// clear refusal: the store may have created an upload whose id never
+	// reached us.
+	orphans bool
+}
+
+func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, error) {
+	m := &multipart{u: u, key: obj.Key}
+	err := u.do(ctx, &m.count, "CreateMultipartUpload", obj.Key, func(ctx context.Context) error {
+		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(obj.Key)}
+		setHeaders(&in.ContentType, &in.ContentEncoding, obj)
+		in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
+		out, err := u.client.CreateMultipartUpload(ctx, in)
+		if err != nil {
+			m.orphans = true
+			return err
+		}
+		if aws.ToString(out.UploadId) == "" {
+			return errors.New("CreateMultipartUpload returned no upload id")
+		}
+		m.uploadID = aws.ToString(out.UploadId)
+		return nil
+	})
+	if err != nil {
+		m.abortOrphans(ctx)
+	}
+	return m, err
+}
+
+func (m *multipart) result() Result {
+	return Result{Bytes: m.bytes, Attempts: m.count.attempts, Retries: m.count.retries,
+		Multipart: true, Parts: len(m.parts)}
+}
+
+func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
+	number := int32(len(m.parts) + 1)
+	if number > maxParts {
+		return fmt.Errorf("upload: %s: object needs more than %d parts of %d bytes; raise the part size",
+			m.key, maxParts, m.u.opts.PartSize)
+	}
+	var etag *string
+	err := m.u.do(ctx, &m.count, "UploadPart", m.key, func(ctx context.Context) error {
+		body := newFencedBody(data)
+		defer body.fence()
+		out, err := m.u.client.UploadPart(ctx, &s3.UploadPartInput{
+			Bucket:        aws.String(m.u.opts.Bucket),
+			Key:           aws.String(m.key),
+			UploadId:      aws.String(m.uploadID),
+			PartNumber:    aws.Int32(number),
+			Body:          body,
+			ContentLength: aws.Int64(int64(len(data))),
+		})
+		if err != nil {
+			return err
+		}
+		etag = out.ETag
+		return nil
+	})
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Part = int(number)
+		}
+		return err
+	}
+	m.parts = append(m.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(number)})
+	m.bytes += int64(len(data))
+	return nil
+}
+
+// complete finishes the upload. A retried Complete whose earlier attempt
+// reached the store (reply lost) gets NoSuchUpload; the object is then
+// accepted if it exists with the uploaded size — the same key always gets the
+// same bytes, so that is the object we wrote.
+func (m *multipart) complete(ctx context.Context) (Result, error) {
+	tries := 0
+	err := m.u.do(ctx, &m.count, "CompleteMultipartUpload", m.key, func(ctx context.Context) error {
+		tries++
+		_, err := m.u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+			Bucket:          aws.String(m.u.opts.Bucket),
+			Key:             aws.String(m.key),
+			UploadId:        aws.String(m.uploadID),
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: m.parts},
+		})
+		if err != nil && tries > 1 && isCode(err, "NoSuchUpload") && m.landed(ctx) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return m.fail(ctx, err)
+	}
+	m.abortOrphans(ctx)
+	return m.result(), nil
+}
+
+// abortOrphans aborts the other open uploads of this key after a Create had
+// to be retried. Only one run writes a key at a time (the partition lease),
+// so any other upload of the key is an orphan: ours from a lost reply, or a
+// dead run's. Best effort: it needs s3:ListBucketMultipartUploads, and a
+// lifecycle rule for incomplete uploads is the backstop.
+func (m *multipart) abortOrphans(ctx context.Context) {
+	if !m.orphans {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	var c counter
+	var out *s3.ListMultipartUploadsOutput
+	err := m.u.do(ctx, &c, "ListMultipartUploads", m.key, func(ctx context.Context) error {
+		var err error
+		out, err = m.u.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
+			Bucket: aws.String(m.u.opts.Bucket), Prefix: aws.String(m.key)})
+		return err
+	})
+	if err != nil {
+		m.u.opts.Logger.WarnContext(ctx, "s3 could not look for orphaned multipart uploads", "bucket", m.u.opts.Bucket, "key", m.key, "error", err)
+		return
+	}
+	for _, up := range out.Uploads {
+		id := aws.ToString(up.UploadId)
+		if aws.ToString(up.Key) != m.key || id == m.uploadID {
+			continue
+		}
+		if err := m.abort(ctx, id); err != nil {
+			m.u.opts.Logger.WarnContext(ctx, "s3 could not abort an orphaned multipart upload", "bucket", m.u.opts.Bucket, "key", m.key, "upload_id", id, "error", err)
+		}
+	}
+}
+
+func (m *multipart) abort(ctx context.Context, uploadID string) error {
+	var c counter // aborts are clean-up; they do not count toward Result
+	return m.u.do(ctx, &c, "AbortMultipartUpload", m.key, func(ctx context.Context) error {
+		_, err := m.u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(m.u.opts.Bucket), Key: aws.String(m.key), UploadId: aws.String(uploadID)})
+		if isCode(err, "NoSuchUpload") {
+			return nil // nothing left to clean up (an earlier attempt went through)
+		}
+		return err
+	})
+}
+
+func (m *multipart) landed(ctx context.Context) bool {
+	out, err := m.u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(m.u.opts.Bucket), Key: aws.String(m.key)})
+	return err == nil && aws.ToInt64(out.ContentLength) == m.bytes
+}
+
+// fail aborts the upload so no parts stay behind, and returns cause.
+func (m *multipart) fail(ctx context.Context, cause error) (Result, error) {
+	if m.uploadID == "" {
+		return m.result(), cause
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	if err := m.abort(actx, m.uploadID); err != nil {
+		m.u.opts.Logger.ErrorContext(ctx, "s3 multipart upload left unfinished: abort failed; a bucket lifecycle rule for incomplete uploads cleans it up",
+			"bucket", m.u.opts.Bucket, "key", m.key, "upload_id", m.uploadID, "error", err)
+		cause = errors.Join(cause, err)
+	}
+	m.abortOrphans(actx)
+	return m.result(), cause
+}
+
+func isCode(err error, code string) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == code
+}

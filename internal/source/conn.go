@@ -1,0 +1,162 @@
+package source
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/iggy/foreign/go/client"
+	"github.com/apache/iggy/foreign/go/client/tcp"
+	iggcon "github.com/apache/iggy/foreign/go/contracts"
+)
+
+// Config says where the Iggy server is and how to log in. Token, when set,
+// wins over Username/Password.
+type Config struct {
+	Address        string
+	Username       string
+	Password       string
+	Token          string
+	TLS            bool
+	TLSCAFile      string
+	TLSDomain      string
+	ConnectTimeout time.Duration
+	// CallTimeout bounds one request/reply; 0 means only the context bounds it.
+	CallTimeout time.Duration
+}
+
+// Conn is one logged-in connection. Calls are serialised by the SDK; Conn
+// adds deadlines: when a call outlives its context the connection is cut
+// and every later call fails with ErrConnectionLost.
+type Conn struct {
+	cfg Config
+	cli iggcon.Client
+	g   *guard
+}
+
+// Open dials (bounded by ConnectTimeout), logs in, and returns the connection.
+func Open(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Address == "" {
+		return nil, errors.New("iggy: no server address configured (iggy.address / IGGY_ADDRESS)")
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	var tlsCfg *tls.Config
+	if cfg.TLS {
+		var err error
+		if tlsCfg, err = clientTLS(cfg); err != nil {
+			return nil, err
+		}
+	}
+	g, err := dialGuard(ctx, cfg.Address, cfg.ConnectTimeout, tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{cfg: cfg, g: g}
+	type result struct {
+		cli iggcon.Client
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		cli, err := client.NewIggyClient(client.WithTcp(tcp.WithServerAddress(g.addr())))
+		ch <- result{cli, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			g.cut()
+			return nil, fmt.Errorf("iggy: create client for %s: %w", cfg.Address, r.err)
+		}
+		c.cli = r.cli
+	case <-time.After(cfg.ConnectTimeout):
+		// The SDK dials our own listener, so this only happens when the
+		// machine is badly overloaded; the goroutine ends once the guard is cut.
+		g.cut()
+		return nil, fmt.Errorf("%w: iggy client setup for %s timed out", ErrUnreachable, cfg.Address)
+	}
+	loginCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	err = c.do(loginCtx, "login", func() error {
+		var err error
+		if cfg.Token != "" {
+			_, err = c.cli.LoginWithPersonalAccessToken(cfg.Token)
+		} else {
+			_, err = c.cli.LoginUser(cfg.Username, cfg.Password)
+		}
+		return err
+	})
+	if err != nil {
+		c.Close()
+		who := "user " + fmt.Sprintf("%q", cfg.Username)
+		if cfg.Token != "" {
+			who = "a personal access token"
+		}
+		return nil, fmt.Errorf("iggy: login to %s as %s: %w", cfg.Address, who, err)
+	}
+	return c, nil
+}
+
+func clientTLS(cfg Config) (*tls.Config, error) {
+	tc := &tls.Config{ServerName: tlsServerName(cfg.Address, cfg.TLSDomain), MinVersion: tls.VersionTLS12}
+	if cfg.TLSCAFile != "" {
+		pem, err := os.ReadFile(cfg.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("iggy: read TLS CA file (iggy.tls_ca_file) %q: %w", cfg.TLSCAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("iggy: TLS CA file (iggy.tls_ca_file) %q holds no PEM certificate", cfg.TLSCAFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// Close ends the session. The SDK sends nothing on close; the server drops
+// this connection's group memberships when the socket closes.
+func (c *Conn) Close() error {
+	if c.cli != nil {
+		c.g.cut() // first, so Close cannot block behind a stuck call
+		_ = c.cli.Close()
+	} else {
+		c.g.cut()
+	}
+	c.g.wait()
+	return nil
+}
+
+// do runs one SDK call under ctx. If ctx ends first the connection is cut
+// (there is no other way to interrupt SDK v0.8.0) and the call's goroutine
+// is waited for, so nothing leaks.
+func (c *Conn) do(ctx context.Context, what string, call func() error) error {
+	if c.g.isCut() {
+		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
+	}
+	if c.cfg.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
+		defer cancel()
+	}
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		if err != nil && c.g.isCut() {
+			return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, err)
+		}
+		return err
+	case <-ctx.Done():
+		c.g.cut()
+		<-done
+		return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, ctx.Err())
+	}
+}
+
+// Lost reports whether the connection is unusable.
+func (c *Conn) Lost() bool { return c.g.isCut() }

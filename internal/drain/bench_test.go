@@ -1,0 +1,124 @@
+package drain_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+)
+
+// benchWorld is a world for benchmarks: the same servers, no test bookkeeping.
+func benchWorld(b *testing.B) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
+	br, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { br.Close() })
+	return br, testenv.StartVersity(b), testenv.StartMoto(b)
+}
+
+const benchObject = 8 << 20
+
+// BenchmarkDrain measures end-to-end throughput — Iggy broker -> sink ->
+// versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects — in object
+// bytes per second, next to BenchmarkPutObject (the same bytes in objects
+// of the same size, to the same server) in the same run:
+//
+//	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
+func BenchmarkDrain(b *testing.B) {
+	for _, parts := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
+			br, s3srv, moto := benchWorld(b)
+			bucket := fmt.Sprintf("bench-%d", parts)
+			s3srv.CreateBucket(b, bucket)
+			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", moto.Endpoint)
+			b.Setenv("AWS_ACCESS_KEY_ID", "moto")
+			b.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
+			// Per partition: 2 full objects of 8 MiB.
+			perPartition := 2 * benchObject / 1090
+			var bytesOut, msgs uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				topic := fmt.Sprintf("t%d", i)
+				if i == 0 {
+					if _, err := br.CreateStream("app"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := br.CreateTopic("app", topic, parts); err != nil {
+					b.Fatal(err)
+				}
+				for p := 0; p < parts; p++ {
+					for n := 0; n < perPartition; n++ {
+						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, n, 1024), nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				set := map[string]string{
+					"IGGY_ADDRESS": br.Addr(), "IGGY_USERNAME": iggyUser, "IGGY_PASSWORD": iggyPassword,
+					"SINK_STREAM": "app", "SINK_TOPICS": topic, "SINK_BUCKET": bucket, "SINK_REGION": s3srv.Region,
+					"SINK_ENDPOINT": s3srv.Endpoint, "SINK_ACCESS_KEY_ID": s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY": s3srv.SecretKey,
+					"SINK_MAX_FILE_SIZE": "8MiB", "SINK_MAX_FILE_AGE": "1h", "SINK_STATE_TABLE": "bench-state",
+					"SINK_PARTITION_CONCURRENCY": "4",
+				}
+				cfg, err := config.Load("", func(k string) (string, bool) { v, ok := set[k]; return v, ok })
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts := sink.Options{CreateTable: true, Logger: slog.New(slog.DiscardHandler)}
+				if os.Getenv("BENCH_MEMSTATE") != "" {
+					opts.State = state.NewMemory(nil)
+				}
+				s, err := sink.New(context.Background(), cfg, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				sum, err := s.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytesOut += sum.Bytes
+				msgs += sum.Messages
+			}
+			b.StopTimer()
+			b.SetBytes(int64(bytesOut) / int64(b.N))
+			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkPutObject is the reference: plain PutObject of 8 MiB json_lines
+// objects to the same kind of server, through the same uploader.
+func BenchmarkPutObject(b *testing.B) {
+	_, s3srv, _ := benchWorld(b)
+	s3srv.CreateBucket(b, "bench-put")
+	client, err := upload.NewClient(context.Background(), upload.ClientOptions{Region: s3srv.Region, Endpoint: s3srv.Endpoint, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := upload.New(client, upload.Options{Bucket: "bench-put", MaxAttempts: 1, MultipartThreshold: 16 << 20, PartSize: 8 << 20})
+	var body bytes.Buffer
+	for n := 0; body.Len() < benchObject-1200; n++ {
+		body.Write(jsonPayload(0, n, 1024))
+		body.WriteByte('\n')
+	}
+	b.SetBytes(int64(body.Len()))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := up.Put(context.Background(), upload.Object{Key: fmt.Sprintf("put/%d.jsonl", i)}, body.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

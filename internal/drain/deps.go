@@ -1,0 +1,43 @@
+package drain
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+)
+
+// Conn is the part of an Iggy connection a run uses (*source.Conn).
+type Conn interface {
+	Topic(ctx context.Context, stream, topic, group string) (*source.Topic, error)
+	Refresh(ctx context.Context, t *source.Topic) error
+	Join(ctx context.Context, t *source.Topic) error
+	Leave(ctx context.Context, t *source.Topic) error
+	Poll(ctx context.Context, t *source.Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error)
+	StoredOffset(ctx context.Context, t *source.Topic, p uint32) (uint64, bool, error)
+	StoreOffset(ctx context.Context, t *source.Topic, p uint32, offset uint64) error
+	Close() error
+}
+
+// StateStore keeps each partition's lease, unfinished intent and position
+// (state.Memory, state.Dynamo).
+type StateStore interface {
+	Acquire(ctx context.Context, key state.Key, owner string, ttl time.Duration) (state.State, error)
+	SetIntent(ctx context.Context, s state.State, in state.Intent, ttl time.Duration) (state.State, error)
+	Complete(ctx context.Context, s state.State, d state.Done, ttl time.Duration) (state.State, error)
+	Abandon(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
+	Skip(ctx context.Context, s state.State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (state.State, error)
+	Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
+	Release(ctx context.Context, s state.State) error
+}
+
+// ObjectStore writes objects (*upload.Uploader).
+type ObjectStore interface {
+	Put(ctx context.Context, obj upload.Object, body []byte) (upload.Result, error)
+	Stream(ctx context.Context, obj upload.Object, write func(w io.Writer) error) (upload.Result, error)
+	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
+}

@@ -1,0 +1,472 @@
+package drain_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	iggcon "github.com/apache/iggy/foreign/go/contracts"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+)
+
+// Secrets used by every end-to-end test; no log line or error may contain them.
+const (
+	iggyUser     = "sink-user"
+	iggyPassword = "iggy-pw-7f3a9c"
+)
+
+// world is one set of real servers on loopback: the in-repo Iggy broker,
+// versitygw for S3 and moto_server for DynamoDB.
+type world struct {
+	t      *testing.T
+	broker *iggytest.Broker
+	s3     *testenv.S3
+	moto   *testenv.Moto
+	logs   *syncBuffer
+	// produced[stream/topic][partition][offset] is every payload sent.
+	produced map[string][][]sent
+	buckets  map[string]bool
+	// dynamoURL, when set, replaces moto's address (a fault proxy in front of it).
+	dynamoURL string
+}
+
+type sent struct {
+	payload []byte
+	headers []byte
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	b, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	w := &world{t: t, broker: b, s3: testenv.StartVersity(t), moto: testenv.StartMoto(t), logs: &syncBuffer{}, produced: map[string][][]sent{}, buckets: map[string]bool{}}
+	t.Cleanup(func() { w.assertNoSecrets() })
+	return w
+}
+
+// with returns the world bound to subtest t.
+func (w *world) with(t *testing.T) *world {
+	c := *w
+	c.t = t
+	return &c
+}
+
+// settings is a sink configuration in environment form, pointed at the world.
+func (w *world) settings(bucket, topic string) map[string]string {
+	return map[string]string{
+		"IGGY_ADDRESS":           w.broker.Addr(),
+		"IGGY_USERNAME":          iggyUser,
+		"IGGY_PASSWORD":          iggyPassword,
+		"IGGY_CONNECT_TIMEOUT":   "2s",
+		"SINK_STREAM":            "app",
+		"SINK_TOPICS":            topic,
+		"SINK_CONSUMER_GROUP":    "sink-" + bucket,
+		"SINK_BUCKET":            bucket,
+		"SINK_REGION":            w.s3.Region,
+		"SINK_ENDPOINT":          w.s3.Endpoint,
+		"SINK_ACCESS_KEY_ID":     w.s3.AccessKey,
+		"SINK_SECRET_ACCESS_KEY": w.s3.SecretKey,
+		"SINK_PREFIX":            "archive",
+		"SINK_INCLUDE_HEADERS":   "true",
+		"SINK_STATE_TABLE":       "sink-state-" + bucket,
+		"SINK_MAX_FILE_AGE":      "1ms",
+		"SINK_LEASE_DURATION":    "1s",
+		"SINK_RETRY_DELAY":       "10ms",
+		"SINK_MAX_ATTEMPTS":      "5",
+	}
+}
+
+func (w *world) config(settings map[string]string) *config.Config {
+	w.t.Helper()
+	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := settings[k]; return v, ok })
+	if err != nil {
+		w.t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// sink builds a sink the way the poller does, with DynamoDB on moto.
+func (w *world) sink(cfg *config.Config, opts sink.Options) *sink.Sink {
+	w.t.Helper()
+	if !w.buckets[cfg.Plugin.Bucket] {
+		w.s3.CreateBucket(w.t, cfg.Plugin.Bucket)
+		w.buckets[cfg.Plugin.Bucket] = true
+	}
+	dynamo := w.moto.Endpoint
+	if w.dynamoURL != "" {
+		dynamo = w.dynamoURL
+	}
+	w.t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamo)
+	w.t.Setenv("AWS_ACCESS_KEY_ID", "moto")
+	w.t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
+	w.t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	opts.CreateTable = true
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := sink.New(context.Background(), cfg, opts)
+	if err != nil {
+		w.t.Fatalf("sink: %v", err)
+	}
+	return s
+}
+
+// produce appends n JSON messages with headers to every partition of
+// stream/topic (created with partitions partitions if missing).
+func (w *world) produce(topic string, partitions, perPartition, size int) {
+	w.t.Helper()
+	key := "app/" + topic
+	if _, ok := w.produced[key]; !ok {
+		if _, err := w.broker.CreateStream("app"); err != nil && !strings.Contains(err.Error(), "exist") {
+			// a second topic in the same stream
+			_ = err
+		}
+		if _, err := w.broker.CreateTopic("app", topic, partitions); err != nil {
+			w.t.Fatal(err)
+		}
+		w.produced[key] = make([][]sent, partitions)
+	}
+	for p := 0; p < partitions; p++ {
+		for i := 0; i < perPartition; i++ {
+			n := len(w.produced[key][p])
+			payload := jsonPayload(p, n, size)
+			headers := iggcon.GetHeadersBytes([]iggcon.HeaderEntry{
+				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
+				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},
+			})
+			w.appendRaw(topic, uint32(p), payload, headers)
+		}
+	}
+}
+
+func (w *world) appendRaw(topic string, p uint32, payload, headers []byte) {
+	w.t.Helper()
+	key := "app/" + topic
+	off, err := w.broker.Append("app", topic, p, payload, headers)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if int(off) != len(w.produced[key][p]) {
+		w.t.Fatalf("broker gave offset %d, want %d", off, len(w.produced[key][p]))
+	}
+	w.produced[key][p] = append(w.produced[key][p], sent{payload: payload, headers: headers})
+}
+
+func jsonPayload(p, n, size int) []byte {
+	b := fmt.Appendf(nil, `{"partition":%d,"n":%d,"level":"INFO","msg":"request served","path":"/api/items/%d","pad":"`, p, n, n)
+	for len(b) < size-2 {
+		b = append(b, byte('a'+(n+len(b))%26))
+	}
+	return append(b, `"}`...)
+}
+
+// drainUntilQuiet runs the sink until a run writes nothing and the group's
+// offsets reach every partition's end, or fails after max runs.
+func (w *world) drainUntilQuiet(s *sink.Sink, topic string, max int) {
+	w.t.Helper()
+	for i := 0; i < max; i++ {
+		sum, err := s.Run(context.Background())
+		if err != nil {
+			w.t.Logf("run %d: %v", i, err)
+		}
+		if err == nil && sum.Objects == 0 && w.allCommitted(s, topic) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.t.Fatalf("not quiescent after %d runs", max)
+}
+
+func (w *world) allCommitted(s *sink.Sink, topic string) bool {
+	parts := w.produced["app/"+topic]
+	for p := range parts {
+		off, ok := w.broker.GroupOffset("app", topic, s.Config.Streams[0].ConsumerGroup, uint32(p))
+		if len(parts[p]) > 0 && (!ok || off != uint64(len(parts[p])-1)) {
+			return false
+		}
+	}
+	return true
+}
+
+// record is one decoded record of a JSON-format object.
+type record struct {
+	Offset      uint64          `json:"offset"`
+	Timestamp   string          `json:"timestamp"`
+	Stream      string          `json:"stream"`
+	Topic       string          `json:"topic"`
+	PartitionID uint32          `json:"partition_id"`
+	Headers     map[string]any  `json:"headers"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+type object struct {
+	key         string
+	partition   uint32
+	first, last uint64
+	body        []byte // decompressed
+	stored      int    // bytes in S3
+}
+
+// objects lists and decodes every data object under prefix.
+func (w *world) objects(s *sink.Sink, prefix string) []object {
+	w.t.Helper()
+	ctx := context.Background()
+	var out []object
+	err := s.Objects.List(ctx, prefix, func(key string, size int64) error {
+		name := key[strings.LastIndexByte(key, '/')+1:]
+		if strings.HasPrefix(name, "_") {
+			return nil // gap marker
+		}
+		var o object
+		if _, err := fmt.Sscanf(name, "%05d-%020d-%020d", &o.partition, &o.first, &o.last); err != nil {
+			return fmt.Errorf("object name %q: %w", key, err)
+		}
+		body, err := s.Objects.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		o.key, o.stored = key, len(body)
+		switch {
+		case strings.HasSuffix(key, ".gz"):
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			body, err = io.ReadAll(zr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		case strings.HasSuffix(key, ".zst"):
+			zr, err := zstd.NewReader(bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			body, err = io.ReadAll(zr)
+			zr.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
+		o.body = body
+		out = append(out, o)
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].partition != out[j].partition {
+			return out[i].partition < out[j].partition
+		}
+		return out[i].first < out[j].first
+	})
+	return out
+}
+
+// decode splits a JSON-format object into its records.
+func decode(t *testing.T, format string, o object) []record {
+	t.Helper()
+	var recs []record
+	switch format {
+	case "json_lines":
+		if !bytes.HasSuffix(o.body, []byte("\n")) {
+			t.Fatalf("%s: json_lines object does not end with a newline", o.key)
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(o.body, []byte("\n")), []byte("\n")) {
+			var r record
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("%s: line %q: %v", o.key, line, err)
+			}
+			recs = append(recs, r)
+		}
+	case "json_array":
+		if err := json.Unmarshal(o.body, &recs); err != nil {
+			t.Fatalf("%s: %v", o.key, err)
+		}
+	default:
+		t.Fatalf("decode: format %s", format)
+	}
+	return recs
+}
+
+// checkExactlyOnce decodes every object and checks that each produced
+// message appears exactly once, in order, with its payload and headers.
+func (w *world) checkExactlyOnce(s *sink.Sink, topic, format string) []object {
+	w.t.Helper()
+	objs := w.objects(s, s.Config.Plugin.Prefix+"/")
+	parts := w.produced["app/"+topic]
+	next := make([]uint64, len(parts))
+	for _, o := range objs {
+		p := o.partition
+		if o.first != next[p] {
+			w.t.Fatalf("%s: starts at %d, want %d (gap or overlap)", o.key, o.first, next[p])
+		}
+		if format == "raw" {
+			var want []byte
+			for off := o.first; off <= o.last; off++ {
+				want = append(want, parts[p][off].payload...)
+			}
+			if !bytes.Equal(o.body, want) {
+				w.t.Fatalf("%s: raw bytes differ from the payloads of %d..%d", o.key, o.first, o.last)
+			}
+			next[p] = o.last + 1
+			continue
+		}
+		for _, r := range decode(w.t, format, o) {
+			if r.Offset != next[p] || r.PartitionID != p || r.Stream != "app" || r.Topic != topic {
+				w.t.Fatalf("%s: record offset %d partition %d (%s/%s), want offset %d partition %d", o.key, r.Offset, r.PartitionID, r.Stream, r.Topic, next[p], p)
+			}
+			if !bytes.Equal(r.Payload, parts[p][r.Offset].payload) {
+				w.t.Fatalf("%s offset %d: payload %s, want %s", o.key, r.Offset, r.Payload, parts[p][r.Offset].payload)
+			}
+			if r.Headers["content-type"] != "application/json" || r.Headers["seq"] != float64(r.Offset%65536) {
+				w.t.Fatalf("%s offset %d: headers %v", o.key, r.Offset, r.Headers)
+			}
+			next[p]++
+		}
+		if next[p] != o.last+1 {
+			w.t.Fatalf("%s: name says ..%d but records end at %d", o.key, o.last, next[p]-1)
+		}
+	}
+	for p := range parts {
+		if next[p] != uint64(len(parts[p])) {
+			w.t.Fatalf("partition %d: objects hold %d messages, produced %d", p, next[p], len(parts[p]))
+		}
+	}
+	return objs
+}
+
+// auditClean runs the audit and fails the test on any finding.
+func (w *world) auditClean(s *sink.Sink) []audit.Report {
+	w.t.Helper()
+	var buf bytes.Buffer
+	reports, err := s.Audit(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	_ = audit.Write(&buf, reports)
+	for _, r := range reports {
+		if !r.OK() {
+			w.t.Fatalf("audit:\n%s", buf.String())
+		}
+	}
+	return reports
+}
+
+func (w *world) assertNoSecrets() {
+	logs := w.logs.String()
+	for _, secret := range []string{iggyPassword, w.s3.SecretKey, "moto-secret"} {
+		if strings.Contains(logs, secret) {
+			w.t.Errorf("a secret appears in the logs")
+		}
+	}
+}
+
+func assertNoSecretIn(t *testing.T, what string, err error, secrets ...string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("%s: error %q contains a secret", what, err)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// recordingStore wraps the uploader and remembers the hash of every body
+// written per key, to prove no key is ever written with two contents.
+type recordingStore struct {
+	sink.ObjectStore
+	mu     sync.Mutex
+	hashes map[string]map[[32]byte]int
+}
+
+func newRecordingStore(inner sink.ObjectStore) *recordingStore {
+	return &recordingStore{ObjectStore: inner, hashes: map[string]map[[32]byte]int{}}
+}
+
+func (r *recordingStore) note(key string, body []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hashes[key] == nil {
+		r.hashes[key] = map[[32]byte]int{}
+	}
+	r.hashes[key][sha256.Sum256(body)]++
+}
+
+func (r *recordingStore) Put(ctx context.Context, obj upload.Object, body []byte) (upload.Result, error) {
+	res, err := r.ObjectStore.Put(ctx, obj, body)
+	if err == nil {
+		r.note(obj.Key, body)
+	}
+	return res, err
+}
+
+func (r *recordingStore) Stream(ctx context.Context, obj upload.Object, write func(io.Writer) error) (upload.Result, error) {
+	var all bytes.Buffer
+	res, err := r.ObjectStore.Stream(ctx, obj, func(w io.Writer) error { return write(io.MultiWriter(w, &all)) })
+	if err == nil {
+		r.note(obj.Key, all.Bytes())
+	}
+	return res, err
+}
+
+// conflicting lists keys written with more than one distinct content.
+func (r *recordingStore) conflicting() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []string
+	for k, hs := range r.hashes {
+		if len(hs) > 1 {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+var (
+	_ = base64.StdEncoding
+	_ = drain.StepPolled
+	_ = state.ErrLeaseHeld
+)

@@ -1,0 +1,630 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+)
+
+// errStopped ends a partition's loop without an error: the partition moved
+// to another member, so this run leaves it to its next owner.
+var errStopped = errors.New("partition handed over")
+
+// missingError says Iggy no longer holds offsets First..Last (retention).
+type missingError struct {
+	First, Last uint64
+	// Timestamp is the server time of the first message after the gap.
+	Timestamp uint64
+}
+
+func (e *missingError) Error() string {
+	return fmt.Sprintf("offsets %d..%d are no longer in Iggy", e.First, e.Last)
+}
+
+// worker drains one partition within one run.
+type worker struct {
+	r    *Runner
+	conn Conn
+	j    job
+	p    batch.Partition
+	ps   *PartitionSummary
+	log  *slog.Logger
+
+	st        state.State
+	ttl       time.Duration
+	lastWrite time.Time
+
+	enc       *batch.Encoder // feeds acc; its invalid-payload count is the partition's
+	renderEnc *batch.Encoder // re-renders ranges (streaming, recovery)
+	acc       *batch.Accumulator
+	spare     *batch.Accumulator // the other buffer, while not being written
+	rot       batch.Rotation
+	keep      int64
+	// inflight delivers the result of the object being written in the
+	// background; while it is set, that write owns st and lastWrite.
+	inflight chan writeResult
+	zbuf     []byte
+	ext      string
+}
+
+func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps PartitionSummary, err error) {
+	ps = r.newSummary(j)
+	defer func() {
+		if err != nil {
+			ps.Error = err.Error()
+		}
+	}()
+	id := j.part.ID
+	if j.part.MessagesCount == 0 {
+		ps.Skipped = "partition is empty"
+		return ps, nil
+	}
+	// Ownership probe: the newest message always exists, and a poll of a
+	// partition this member does not own answers nothing.
+	probe, owned, err := conn.Poll(ctx, j.topic, id, j.part.CurrentOffset, 1, nil)
+	if err != nil && !errors.Is(err, source.ErrNotOwner) {
+		return ps, err
+	}
+	if !owned || len(probe) == 0 {
+		ps.Skipped = fmt.Sprintf("assigned to another member of consumer group %q", j.topic.Group)
+		return ps, nil
+	}
+
+	w, err := r.newWorker(conn, j, &ps)
+	if err != nil {
+		return ps, err
+	}
+	key := state.Key{Group: j.topic.Group, Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: id}
+	w.st, err = r.State.Acquire(ctx, key, r.Owner, w.ttl)
+	if errors.Is(err, state.ErrLeaseHeld) {
+		ps.Skipped = "leased by another run: " + err.Error()
+		return ps, nil
+	}
+	if err != nil {
+		return ps, fmt.Errorf("partition %s: %w", w.name(), err)
+	}
+	w.lastWrite = r.now()
+	defer func() {
+		if errors.Is(err, ErrCrash) {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if rerr := r.State.Release(rctx, w.st); rerr != nil {
+			w.log.Warn("releasing the partition lease failed; it expires by itself", "error", rerr.Error())
+		}
+	}()
+
+	err = w.run(ctx)
+	if errors.Is(err, errStopped) {
+		err = nil
+	}
+	if w.st.HasWritten {
+		c := w.st.LastWritten
+		ps.Committed = &c
+	}
+	ps.InvalidPayloads = w.enc.InvalidPayloads()
+	if err != nil && !errors.Is(err, ErrCrash) {
+		err = fmt.Errorf("partition %s: %w", w.name(), err)
+	}
+	return ps, err
+}
+
+func (r *Runner) newWorker(conn Conn, j job, ps *PartitionSummary) (*worker, error) {
+	pc := &r.Config.Plugin
+	p := batch.Partition{Stream: j.topic.Stream, Topic: j.topic.Topic, ID: j.part.ID}
+	opts := batch.Options{
+		Format:          pc.OutputFormat,
+		Schema:          j.stream.Schema,
+		IncludeMetadata: pc.IncludeMetadata,
+		IncludeHeaders:  pc.IncludeHeaders,
+		InvalidPayload:  pc.InvalidPayload,
+		Transformer:     r.Transformer,
+	}
+	enc, err := batch.NewEncoder(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	renderEnc, err := batch.NewEncoder(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	rot := batch.Rotation{MaxAge: pc.MaxFileAge}
+	if pc.FileRotation == "messages" {
+		rot.MaxMessages = pc.MaxMessagesPerFile
+	} else {
+		rot.MaxBytes = pc.MaxFileSize
+		rot.MaxMessages = pc.MaxMessagesPerFile // 0 = unset
+	}
+	keep := r.KeepLimit
+	if keep <= 0 {
+		keep = pc.MultipartThreshold
+	}
+	ext := enc.Extension()
+	if z := batch.CompressionExt(pc.Compression); z != "" {
+		ext += "." + z
+	}
+	ttl := pc.LeaseDuration
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	return &worker{
+		r: r, conn: conn, j: j, p: p, ps: ps, ttl: ttl,
+		log:       r.logger().With("stream", p.Stream, "topic", p.Topic, "partition", p.ID),
+		enc:       enc,
+		renderEnc: renderEnc,
+		acc:       batch.NewAccumulator(enc, rot, keep),
+		rot:       rot,
+		keep:      keep,
+		ext:       ext,
+	}, nil
+}
+
+func (w *worker) name() string { return fmt.Sprintf("%s/%s/%d", w.p.Stream, w.p.Topic, w.p.ID) }
+
+func (w *worker) hook(s Step) error {
+	if w.r.Hook == nil {
+		return nil
+	}
+	if err := w.r.Hook(s, w.p); err != nil {
+		return fmt.Errorf("%w at %s on %s: %w", ErrCrash, s, w.name(), err)
+	}
+	return nil
+}
+
+func (w *worker) run(ctx context.Context) error {
+	if w.st.Intent != nil {
+		if err := w.recover(ctx); err != nil {
+			return err
+		}
+	}
+	next, err := w.reconcile(ctx)
+	if err != nil {
+		return err
+	}
+	return w.loop(ctx, next)
+}
+
+// reconcile finds where to continue: after the later of the group's stored
+// offset and the state's last written offset, bringing the group up to the
+// state when a run died between recording an object and storing the offset.
+func (w *worker) reconcile(ctx context.Context) (uint64, error) {
+	stored, has, err := w.conn.StoredOffset(ctx, w.j.topic, w.p.ID)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case w.st.HasWritten && (!has || stored < w.st.LastWritten):
+		if err := w.storeOffset(ctx, w.st.LastWritten); err != nil {
+			return 0, err
+		}
+		return w.st.LastWritten + 1, nil
+	case has && (!w.st.HasWritten || stored > w.st.LastWritten):
+		// The group is ahead of the state (a new state table, or offsets
+		// moved by another tool): the group's position is the truth.
+		st, err := w.r.State.Skip(ctx, w.st, stored, 0, w.ttl)
+		if err != nil {
+			return 0, err
+		}
+		w.st, w.lastWrite = st, w.r.now()
+		return stored + 1, nil
+	case w.st.HasWritten:
+		return w.st.LastWritten + 1, nil
+	}
+	return 0, nil
+}
+
+func (w *worker) loop(ctx context.Context, next uint64) (err error) {
+	batchLen := w.j.stream.BatchLength
+	if batchLen == 0 {
+		batchLen = 1000
+	}
+	var pending []batch.Message
+	defer func() {
+		if werr := w.waitWrite(); err == nil {
+			err = werr
+		}
+		w.ps.Pending = uint64(w.acc.Len())
+	}()
+	for {
+		if w.outOfTime(ctx) {
+			w.ps.Stopped = "deadline: no new objects started with less than deadline_margin left"
+			return nil
+		}
+		if err := w.maybeRenew(ctx); err != nil {
+			return err
+		}
+		var owned bool
+		var err error
+		pending, owned, err = w.conn.Poll(ctx, w.j.topic, w.p.ID, next, batchLen, pending[:0])
+		if errors.Is(err, source.ErrNotOwner) {
+			w.ps.Stopped = "partition moved to another member"
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.hook(StepPolled); err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			if w.acc.Len() > 0 && w.acc.Due(w.r.now()) {
+				return w.handOff(ctx)
+			}
+			if !owned && w.acc.Len() > 0 {
+				w.ps.Stopped = "partition moved to another member"
+			}
+			return nil
+		}
+		for i := range pending {
+			m := &pending[i]
+			if m.Offset < next {
+				continue
+			}
+			if m.Offset > next {
+				if w.acc.Len() > 0 {
+					if err := w.handOff(ctx); err != nil {
+						return err
+					}
+				}
+				if err := w.waitWrite(); err != nil {
+					return err
+				}
+				if err := w.writeGap(ctx, next, m.Offset-1, m.Timestamp); err != nil {
+					return err
+				}
+				next = m.Offset
+			}
+			added, err := w.acc.Add(m)
+			if err != nil {
+				// invalid_payload = "fail": keep what came before, then stop here.
+				if w.acc.Len() > 0 {
+					if werr := w.handOff(ctx); werr != nil {
+						return errors.Join(err, werr)
+					}
+				}
+				return err
+			}
+			if !added {
+				if err := w.handOff(ctx); err != nil {
+					return err
+				}
+				if added, err = w.acc.Add(m); err != nil {
+					return err
+				} else if !added {
+					return fmt.Errorf("internal error: an empty object refused offset %d", m.Offset)
+				}
+			}
+			next = m.Offset + 1
+			if w.acc.Full() {
+				if err := w.handOff(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// handOff starts writing the accumulated object in the background and gives
+// the loop a fresh accumulator, so that reading and encoding the next object
+// overlaps with uploading this one. Objects of a partition are still written
+// one after the other: the previous write finishes first.
+func (w *worker) handOff(ctx context.Context) error {
+	if err := w.waitWrite(); err != nil {
+		return err
+	}
+	full := w.acc
+	if w.spare == nil {
+		w.spare = batch.NewAccumulator(w.enc, w.rot, w.keep)
+	}
+	w.acc, w.spare = w.spare, nil
+	done := make(chan writeResult, 1)
+	w.inflight = done
+	go func() {
+		err := w.writeAcc(ctx, full)
+		full.Reset()
+		done <- writeResult{acc: full, err: err}
+	}()
+	return nil
+}
+
+type writeResult struct {
+	acc *batch.Accumulator
+	err error
+}
+
+// waitWrite waits for the background write, if any, and returns its error.
+func (w *worker) waitWrite() error {
+	if w.inflight == nil {
+		return nil
+	}
+	res := <-w.inflight
+	w.inflight = nil
+	w.spare = res.acc
+	return res.err
+}
+
+func (w *worker) outOfTime(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < w.r.Config.Plugin.DeadlineMargin
+}
+
+func (w *worker) maybeRenew(ctx context.Context) error {
+	// A write in flight renews the lease itself, and owns w.st meanwhile.
+	if w.inflight != nil || w.r.now().Sub(w.lastWrite) < w.ttl/3 {
+		return nil
+	}
+	st, err := w.r.State.Renew(ctx, w.st, w.ttl)
+	if err != nil {
+		return err
+	}
+	w.st, w.lastWrite = st, w.r.now()
+	return nil
+}
+
+func (w *worker) objectKey(first, last, ts uint64, ext string) string {
+	pc := &w.r.Config.Plugin
+	return keys.ObjectKey(pc.Prefix, pc.Template, w.p.Stream, w.p.Topic, w.p.ID, first, last, ts, ext)
+}
+
+// gapKey names a gap marker: the object name's range with a leading '_',
+// which Athena, Hive and Spark skip when they read a table location.
+func (w *worker) gapKey(first, last, ts uint64) string {
+	k := w.objectKey(first, last, ts, "gap")
+	i := strings.LastIndexByte(k, '/') + 1
+	return k[:i] + "_" + k[i:]
+}
+
+func isGapKey(k string) bool { return strings.HasSuffix(k, ".gap") }
+
+func (w *worker) object(key string) upload.Object {
+	pc := &w.r.Config.Plugin
+	return upload.Object{Key: key, ContentType: batch.ContentType(pc.OutputFormat), ContentEncoding: batch.ContentEncoding(pc.Compression)}
+}
+
+func (w *worker) setIntent(ctx context.Context, in state.Intent) error {
+	st, err := w.r.State.SetIntent(ctx, w.st, in, w.ttl)
+	if err != nil {
+		return err
+	}
+	w.st, w.lastWrite = st, w.r.now()
+	return w.hook(StepIntent)
+}
+
+// finish marks the intent written and stores the offset.
+func (w *worker) finish(ctx context.Context, d state.Done) error {
+	if err := w.hook(StepUploaded); err != nil {
+		return err
+	}
+	last := w.st.Intent.Last
+	st, err := w.r.State.Complete(ctx, w.st, d, w.ttl)
+	if err != nil {
+		return err
+	}
+	w.st, w.lastWrite = st, w.r.now()
+	if err := w.hook(StepStateWritten); err != nil {
+		return err
+	}
+	if err := w.hook(StepBeforeStore); err != nil {
+		return err
+	}
+	if err := w.storeOffset(ctx, last); err != nil {
+		return err
+	}
+	return w.hook(StepStored)
+}
+
+func (w *worker) storeOffset(ctx context.Context, last uint64) error {
+	err := w.conn.StoreOffset(ctx, w.j.topic, w.p.ID, last)
+	if errors.Is(err, source.ErrNotOwner) {
+		// The state holds the position; the partition's next owner brings
+		// the group's offset up to it.
+		w.log.Info("partition moved to another member before its offset was stored", "offset", last)
+		w.ps.Stopped = "partition moved to another member"
+		return errStopped
+	}
+	return err
+}
+
+// writeAcc writes the accumulated object: intent, upload, written, offset.
+func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) error {
+	first, last, n := a.First(), a.Last(), uint64(a.Len())
+	key := w.objectKey(first, last, a.FirstTimestamp(), w.ext)
+	if err := w.setIntent(ctx, state.Intent{First: first, Last: last, ObjectKey: key}); err != nil {
+		return err
+	}
+	var res upload.Result
+	var err error
+	if a.Spilled() {
+		res, err = w.stream(ctx, key, first, last)
+	} else {
+		if err := w.hook(StepMidUpload); err != nil {
+			return err
+		}
+		res, err = w.put(ctx, key, a.Bytes())
+	}
+	if err != nil {
+		return err
+	}
+	err = w.finish(ctx, state.Done{Messages: n, Bytes: uint64(res.Bytes)})
+	if err == nil || errors.Is(err, errStopped) {
+		w.ps.wrote(first, last, n, uint64(res.Bytes))
+	}
+	return err
+}
+
+func (w *worker) put(ctx context.Context, key string, body []byte) (upload.Result, error) {
+	if c := w.r.Config.Plugin.Compression; c != "" && c != "none" {
+		var err error
+		if w.zbuf, err = batch.Compress(w.zbuf[:0], body, c); err != nil {
+			return upload.Result{}, fmt.Errorf("compress %s: %w", key, err)
+		}
+		body = w.zbuf
+	}
+	res, err := w.r.Objects.Put(ctx, w.object(key), body)
+	w.ps.Retries += uint64(res.Retries)
+	return res, err
+}
+
+// stream re-reads first..last from Iggy and streams the rendered object, so
+// an object of any size is written with bounded memory.
+func (w *worker) stream(ctx context.Context, key string, first, last uint64) (upload.Result, error) {
+	res, err := w.r.Objects.Stream(ctx, w.object(key), func(dst io.Writer) error {
+		ow, err := batch.NewObjectWriter(dst, w.renderEnc, w.r.Config.Plugin.Compression)
+		if err != nil {
+			return err
+		}
+		if err := w.render(ctx, first, last, ow.Write); err != nil {
+			return err
+		}
+		return ow.Close()
+	})
+	w.ps.Retries += uint64(res.Retries)
+	return res, err
+}
+
+// render reads exactly first..last and hands each message to fn in order.
+func (w *worker) render(ctx context.Context, first, last uint64, fn func(*batch.Message) error) error {
+	batchLen := uint64(w.j.stream.BatchLength)
+	if batchLen == 0 {
+		batchLen = 1000
+	}
+	next := first
+	var buf []batch.Message
+	midDone := false
+	for next <= last {
+		count := min(batchLen, last-next+1)
+		var err error
+		buf, _, err = w.conn.Poll(ctx, w.j.topic, w.p.ID, next, uint32(count), buf[:0])
+		if err != nil {
+			return err
+		}
+		if len(buf) == 0 {
+			return fmt.Errorf("re-reading offsets %d..%d: Iggy returned nothing at offset %d (the partition may have moved to another member)", first, last, next)
+		}
+		for i := range buf {
+			m := &buf[i]
+			if m.Offset < next {
+				continue
+			}
+			if m.Offset > last {
+				break
+			}
+			if m.Offset > next {
+				return &missingError{First: next, Last: m.Offset - 1, Timestamp: m.Timestamp}
+			}
+			if err := fn(m); err != nil {
+				return err
+			}
+			next++
+		}
+		if !midDone {
+			midDone = true
+			if err := w.hook(StepMidUpload); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recover finishes an object a previous run recorded but did not complete.
+func (w *worker) recover(ctx context.Context) error {
+	in := *w.st.Intent
+	w.ps.Recovered = true
+	w.log.Info("recovering an unfinished object", "first", in.First, "last", in.Last, "key", in.ObjectKey)
+	if isGapKey(in.ObjectKey) {
+		return w.putGapMarker(ctx, in)
+	}
+	res, err := w.stream(ctx, in.ObjectKey, in.First, in.Last)
+	var miss *missingError
+	if errors.As(err, &miss) {
+		exists, lerr := w.exists(ctx, in.ObjectKey)
+		if lerr != nil {
+			return lerr
+		}
+		if exists {
+			// Uploaded before the crash; only the bookkeeping is missing.
+			return w.finish(ctx, state.Done{Messages: in.Last - in.First + 1})
+		}
+		// Retention removed the head of the range before it reached S3: it
+		// becomes a reported gap, and the loop reads the rest again.
+		st, err := w.r.State.Abandon(ctx, w.st, w.ttl)
+		if err != nil {
+			return err
+		}
+		w.st, w.lastWrite = st, w.r.now()
+		return w.writeGap(ctx, miss.First, miss.Last, miss.Timestamp)
+	}
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
+	}
+	n := in.Last - in.First + 1
+	if err := w.finish(ctx, state.Done{Messages: n, Bytes: uint64(res.Bytes)}); err != nil {
+		return err
+	}
+	w.ps.wrote(in.First, in.Last, n, uint64(res.Bytes))
+	return nil
+}
+
+func (w *worker) exists(ctx context.Context, key string) (bool, error) {
+	found := false
+	err := w.r.Objects.List(ctx, key, func(k string, _ int64) error {
+		if k == key {
+			found = true
+		}
+		return nil
+	})
+	return found, err
+}
+
+// writeGap reports offsets first..last that Iggy no longer has: a marker
+// object names the range, the state counts it, the offset moves past it.
+func (w *worker) writeGap(ctx context.Context, first, last, ts uint64) error {
+	in := state.Intent{First: first, Last: last, ObjectKey: w.gapKey(first, last, ts)}
+	w.log.Warn("gap: Iggy deleted messages before the sink read them", "first", first, "last", last, "marker", in.ObjectKey)
+	if err := w.setIntent(ctx, in); err != nil {
+		return err
+	}
+	return w.putGapMarker(ctx, in)
+}
+
+// gapMarker is the body of a gap marker object. It is a pure function of
+// the range, so a repeated upload writes the same bytes.
+type gapMarker struct {
+	Stream       string `json:"stream"`
+	Topic        string `json:"topic"`
+	Partition    uint32 `json:"partition"`
+	FirstMissing uint64 `json:"first_missing"`
+	LastMissing  uint64 `json:"last_missing"`
+	Reason       string `json:"reason"`
+}
+
+func (w *worker) putGapMarker(ctx context.Context, in state.Intent) error {
+	body, err := json.Marshal(gapMarker{Stream: w.p.Stream, Topic: w.p.Topic, Partition: w.p.ID, FirstMissing: in.First, LastMissing: in.Last,
+		Reason: "deleted by Iggy (retention) before the sink read it"})
+	if err != nil {
+		return err
+	}
+	res, err := w.r.Objects.Put(ctx, upload.Object{Key: in.ObjectKey, ContentType: "application/json"}, body)
+	w.ps.Retries += uint64(res.Retries)
+	if err != nil {
+		return err
+	}
+	w.ps.Gaps = append(w.ps.Gaps, Gap{First: in.First, Last: in.Last, MarkerKey: in.ObjectKey})
+	return w.finish(ctx, state.Done{GapMessages: in.Last - in.First + 1})
+}

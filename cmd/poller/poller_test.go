@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	log.SetOutput(io.Discard)
+	os.Exit(m.Run())
+}
+
+func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 {
+		t.Fatalf("-h exit %d", code)
+	}
+	for _, want := range []string{"run", "once", "audit", "demo", "-config", "-log-level", "-interval", "SINK_CONFIG"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("-h output lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if code := run([]string{"bogus"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", code)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo"}, &out, &errb); code != 0 {
+		t.Fatalf("demo exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"Objects in s3://iggy-archive", "00000-00000000000000000000-00000000000000000399.jsonl", `"partition_id":0`, "ok   demo/app-logs partition 3"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBadConfigExitsWithTheKey(t *testing.T) {
+	t.Setenv("SINK_BUCKET", "b")
+	t.Setenv("SINK_REGION", "us-east-1")
+	t.Setenv("SINK_STREAM", "s")
+	t.Setenv("SINK_TOPICS", "t")
+	t.Setenv("SINK_MAX_FILE_SIZE", "8Mb")
+	var out, errb bytes.Buffer
+	if code := run([]string{"once"}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "max_file_size") || !strings.Contains(errb.String(), "8Mb") {
+		t.Fatalf("error does not name key and value: %s", errb.String())
+	}
+}
+
+// stack is a broker, versitygw and moto_server, and the poller's environment for them.
+type stack struct {
+	broker *iggytest.Broker
+	s3     *testenv.S3
+	env    []string
+}
+
+func newStack(t *testing.T, messages int) *stack {
+	t.Helper()
+	b, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.Seed("app", "logs", 3, messages); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := testenv.StartVersity(t)
+	s3srv.CreateBucket(t, "poller")
+	moto := testenv.StartMoto(t)
+	return &stack{broker: b, s3: s3srv, env: []string{
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ENDPOINT_URL_DYNAMODB=" + moto.Endpoint,
+		"SINK_BUCKET=poller", "SINK_ENDPOINT=" + s3srv.Endpoint, "SINK_ACCESS_KEY_ID=" + s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY=" + s3srv.SecretKey,
+		"SINK_PREFIX=p", "SINK_STREAM=app", "SINK_TOPICS=logs", "SINK_FILE_ROTATION=messages", "SINK_MAX_MESSAGES_PER_FILE=50",
+		"SINK_MAX_FILE_AGE=1ms", "SINK_LEASE_DURATION=1s", "SINK_BATCH_LENGTH=20", "IGGY_ADDRESS=" + b.Addr(),
+	}}
+}
+
+func (s *stack) setenv(t *testing.T) {
+	for _, kv := range s.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+func TestOnceAndAudit(t *testing.T) {
+	st := newStack(t, 600)
+	st.setenv(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"once"}, &out, &errb); code != 0 {
+		t.Fatalf("once: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"audit"}, &out, &errb); code != 0 {
+		t.Fatalf("audit after a clean run: exit %d:\n%s\n%s", code, out.String(), errb.String())
+	}
+	if strings.Count(out.String(), "ok ") != 3 {
+		t.Fatalf("audit report:\n%s", out.String())
+	}
+
+	// Plant an overlap: a copy of an object whose range overlaps its neighbour.
+	client := st.s3.Client(t)
+	ctx := context.Background()
+	list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("poller"), Prefix: aws.String("p/")})
+	if err != nil || len(list.Contents) < 2 {
+		t.Fatalf("list: %v (%d objects)", err, len(list.Contents))
+	}
+	key := *list.Contents[1].Key // partition 0, offsets 50..99
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	overlap := dir + "00000-00000000000000000040-00000000000000000060.jsonl"
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("poller"), Key: aws.String(overlap), Body: strings.NewReader("{}\n")}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"audit"}, &out, &errb); code != 1 || !strings.Contains(out.String(), "overlap") {
+		t.Fatalf("audit with a planted overlap: exit %d:\n%s", code, out.String())
+	}
+	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("poller"), Key: aws.String(overlap)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Plant a gap: remove an object in the middle.
+	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("poller"), Key: aws.String(key)}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"audit"}, &out, &errb); code != 1 || !strings.Contains(out.String(), "gap: offsets 50..99") {
+		t.Fatalf("audit with a planted gap: exit %d:\n%s", code, out.String())
+	}
+}
+
+// buildPoller builds the real binary for process-level tests.
+func buildPoller(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "poller")
+	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return bin
+}
+
+// TestRunStopsOnSignal: `poller run` loops until SIGTERM, then leaves the
+// group, releases its leases and exits 0.
+func TestRunStopsOnSignal(t *testing.T) {
+	st := newStack(t, 300)
+	bin := buildPoller(t)
+	cmd := exec.Command(bin, "-interval", "200ms", "run")
+	cmd.Env = append(os.Environ(), st.env...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool { return strings.Count(logs.String(), `"msg":"run finished"`) >= 2 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("poller run did not exit 0 on SIGTERM: %v\n%s", err, logs.String())
+	}
+	for p := uint32(0); p < 3; p++ {
+		if off, ok := st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", p); !ok || off != 99 {
+			t.Fatalf("partition %d committed %d (%v), want 99", p, off, ok)
+		}
+	}
+	waitFor(t, 5*time.Second, func() bool { return st.broker.Connections() == 0 })
+}
+
+// TestKillAndRestart kills the poller with SIGKILL at several moments while
+// it drains, restarts it, and checks the audit is clean and complete.
+func TestKillAndRestart(t *testing.T) {
+	st := newStack(t, 6000)
+	bin := buildPoller(t)
+	// Each poller is killed as soon as it has made progress, so the kill
+	// lands in the middle of draining (state and objects half-way).
+	last := uint64(0)
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(bin, "-interval", "100ms", "run")
+		cmd.Env = append(os.Environ(), st.env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, func() bool {
+			off, ok := st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", 0)
+			return ok && off > last
+		})
+		cmd.Process.Kill()
+		cmd.Wait()
+		last, _ = st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", 0)
+		t.Logf("kill %d: partition 0 committed up to %d of 1999", i, last)
+		if last >= 1999 {
+			t.Fatalf("kill %d came after the partition was drained; the test needs more data", i)
+		}
+	}
+	once := exec.Command(bin, "once")
+	once.Env = append(os.Environ(), st.env...)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := once.CombinedOutput()
+		done := err == nil
+		for p := uint32(0); p < 3 && done; p++ {
+			off, ok := st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", p)
+			done = ok && off == 1999
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not drained after the kills: %v\n%s", err, out)
+		}
+		time.Sleep(300 * time.Millisecond) // leases of killed processes expire after 1s
+		once = exec.Command(bin, "once")
+		once.Env = append(os.Environ(), st.env...)
+	}
+	audit := exec.Command(bin, "audit")
+	audit.Env = append(os.Environ(), st.env...)
+	out, err := audit.CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit after kills: %v\n%s", err, out)
+	}
+	if strings.Count(string(out), "2000 messages") != 3 {
+		t.Fatalf("audit does not count 2000 messages per partition:\n%s", out)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+

@@ -1,0 +1,270 @@
+package sink
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+)
+
+// Options are the process's choices that are not configuration.
+type Options struct {
+	// CreateTable creates the state table when it is missing (the poller);
+	// the Lambda leaves that to the template and fails with a clear message.
+	CreateTable bool
+	// State replaces DynamoDB (the demo and tests use state.NewMemory).
+	State drain.StateStore
+	// Objects replaces the S3 uploader built from the configuration.
+	Objects ObjectStore
+	Logger  *slog.Logger
+	// Hook is passed to every run (crash tests).
+	Hook func(step drain.Step, p batch.Partition) error
+	// KeepLimit overrides the largest object built in memory (tests).
+	KeepLimit int64
+}
+
+// ObjectStore is what the sink needs of S3.
+type ObjectStore interface {
+	drain.ObjectStore
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Sink is a configured sink, ready to run any number of times.
+type Sink struct {
+	Config  *config.Config
+	Objects ObjectStore
+	State   drain.StateStore
+	log     *slog.Logger
+	opts    Options
+	iggy    source.Config
+	pipe    batch.Transformer
+	host    string
+	runs    atomic.Uint64
+}
+
+// New builds the sink. AWS clients are made here, once; Iggy connections
+// are made per run.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Sink{Config: cfg, log: log, opts: opts, State: opts.State, Objects: opts.Objects}
+	host, _ := os.Hostname()
+	s.host = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
+
+	pipe, err := transform.NewPipeline(transformSpecs(cfg.Transforms))
+	if err != nil {
+		return nil, err
+	}
+	if pipe.Len() > 0 {
+		s.pipe = pipe
+	}
+
+	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != ""
+	var awsCfg aws.Config
+	if needAWS {
+		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Plugin.Region))
+		if err != nil {
+			return nil, fmt.Errorf("aws configuration: %w", err)
+		}
+	}
+	if s.Objects == nil {
+		endpoint := cfg.Plugin.Endpoint
+		pathStyle := cfg.Plugin.PathStyle
+		if endpoint == "" && pathStyle == nil && os.Getenv("AWS_ENDPOINT_URL_S3") != "" {
+			// An S3-compatible store named the standard AWS way wants path style too.
+			on := true
+			pathStyle = &on
+		}
+		client, err := upload.NewClient(ctx, upload.ClientOptions{
+			Region: cfg.Plugin.Region, Endpoint: endpoint, PathStyle: pathStyle,
+			AccessKeyID: cfg.Plugin.AccessKeyID, SecretAccessKey: cfg.Plugin.SecretAccessKey.Reveal(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Objects = upload.New(client, upload.Options{
+			Bucket: cfg.Plugin.Bucket, MaxAttempts: cfg.Plugin.MaxAttempts, RetryDelay: cfg.Plugin.RetryDelay,
+			MultipartThreshold: cfg.Plugin.MultipartThreshold, PartSize: cfg.Plugin.PartSize,
+			ServerSideEncryption: cfg.Plugin.ServerSideEncryption, SSEKMSKeyID: cfg.Plugin.SSEKMSKeyID,
+			Logger: log,
+		})
+	}
+	if s.State == nil {
+		ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
+		})
+		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
+		if opts.CreateTable {
+			err = store.EnsureTable(ctx)
+		} else {
+			err = store.Check(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.State = store
+	}
+
+	s.iggy = source.Config{
+		Address: cfg.Iggy.Address, Username: cfg.Iggy.Username, Password: cfg.Iggy.Password.Reveal(), Token: cfg.Iggy.Token.Reveal(),
+		TLS: cfg.Iggy.TLSEnabled, TLSCAFile: cfg.Iggy.TLSCAFile, TLSDomain: cfg.Iggy.TLSDomain, ConnectTimeout: cfg.Iggy.ConnectTimeout,
+	}
+	if id := cfg.Iggy.CredentialsSecret; id != "" {
+		if err := s.loadSecret(ctx, secretsmanager.NewFromConfig(awsCfg), id); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func transformSpecs(tables []config.TransformTable) []transform.Spec {
+	specs := make([]transform.Spec, len(tables))
+	for i, t := range tables {
+		specs[i] = transform.Spec{Type: t.Type, Table: t.Table}
+	}
+	return specs
+}
+
+// SecretsAPI is the Secrets Manager call the sink makes.
+type SecretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// loadSecret reads Iggy credentials from a Secrets Manager secret: a JSON
+// object with any of address, username, password, token; or a plain string,
+// taken as the password.
+func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return fmt.Errorf("iggy credentials: read secret %q (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET): %w", id, err)
+	}
+	raw := aws.ToString(out.SecretString)
+	if !strings.HasPrefix(strings.TrimSpace(raw), "{") {
+		s.iggy.Password = raw
+		return nil
+	}
+	var v struct{ Address, Username, Password, Token string }
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		// Never quote the secret's text.
+		return fmt.Errorf("iggy credentials: secret %q is neither a JSON object with address/username/password/token nor a plain password", id)
+	}
+	if v.Address != "" {
+		s.iggy.Address = v.Address
+	}
+	if v.Username != "" {
+		s.iggy.Username = v.Username
+	}
+	if v.Password != "" {
+		s.iggy.Password = v.Password
+	}
+	if v.Token != "" {
+		s.iggy.Token = v.Token
+	}
+	return nil
+}
+
+// Runner returns a runner for one run, with a lease owner of its own.
+func (s *Sink) Runner() *drain.Runner {
+	n := s.runs.Add(1)
+	return &drain.Runner{
+		Config:      s.Config,
+		Dial:        s.dial,
+		State:       s.State,
+		Objects:     s.Objects,
+		Owner:       fmt.Sprintf("%s/run-%d", s.host, n),
+		Logger:      s.log,
+		Transformer: s.pipe,
+		KeepLimit:   s.opts.KeepLimit,
+		Hook:        s.opts.Hook,
+	}
+}
+
+// Run drains once.
+func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
+	return s.Runner().Run(ctx)
+}
+
+func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
+	return source.Open(ctx, s.iggy)
+}
+
+// Audit checks every configured partition's objects against its committed
+// offset. It joins no group, so it does not disturb running sinks.
+func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var parts []audit.Partition
+	for _, st := range s.Config.Streams {
+		for _, name := range st.Topics {
+			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range t.Partitions {
+				ap := audit.Partition{Stream: t.Stream, Topic: t.Topic, Partition: p.ID}
+				off, ok, err := conn.StoredOffset(ctx, t, p.ID)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					ap.Committed = &off
+				}
+				parts = append(parts, ap)
+			}
+		}
+	}
+	return audit.Check(ctx, s.Objects, s.Config.Plugin.Prefix, s.Config.Plugin.Template, parts)
+}
+
+// ErrAuditFailed reports an overlap or an unreported gap.
+var ErrAuditFailed = errors.New("audit found overlapping objects or unreported gaps")
+
+// WriteAudit runs Audit, prints the report, and returns ErrAuditFailed on any violation.
+func (s *Sink) WriteAudit(ctx context.Context, w io.Writer) error {
+	reports, err := s.Audit(ctx)
+	if err != nil {
+		return err
+	}
+	if err := audit.Write(w, reports); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if !r.OK() {
+			return ErrAuditFailed
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -31,7 +31,8 @@ $(BIN)/aws-lambda-rie: go.mod
 py-tools:
 	@for t in $(PY_TOOLS); do command -v $$t >/dev/null || { \
 	  echo "installing Python test tools"; \
-	  python3 -m pip install --quiet "moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.110.0"; break; }; done
+	  python3 -m pip install --quiet "moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.110.0"; \
+	  if command -v pyenv >/dev/null; then pyenv rehash; fi; break; }; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func buildBootstrap(t *testing.T) string {
 type emulator struct {
 	url    string
 	cmd    *exec.Cmd
-	output *bytes.Buffer
+	output *lockedBuffer
 }
 
 // startEmulator runs bootstrap under aws-lambda-rie on loopback with env.
@@ -52,7 +53,7 @@ func startEmulator(t *testing.T, bootstrap string, env []string) *emulator {
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	out := &bytes.Buffer{}
+	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -226,3 +227,21 @@ func TestLambdaUnreachableIggy(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// lockedBuffer collects a child process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -22,8 +22,8 @@ import (
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
-// leases, leaving the group and writing metrics.
-const cleanupMargin = 3 * time.Second
+// leases, leaving the group (drain.CleanupTimeout each) and writing metrics.
+const cleanupMargin = 2*drain.CleanupTimeout + time.Second
 
 func main() {
 	logger := logging.New(os.Stderr, os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_FORMAT"))
@@ -75,7 +75,7 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 	s, err := h.setup(ctx)
 	if err != nil {
 		h.log.Error("setup failed", "error", err.Error())
-		h.emit(started, nil, true)
+		h.emit("", started, nil, true)
 		return nil, err
 	}
 	runCtx := ctx
@@ -91,17 +91,16 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 	} else {
 		h.log.Info("run finished", attrs...)
 	}
-	h.emit(started, sum, err != nil)
+	h.emit(s.Config.Plugin.MetricsNamespace, started, sum, err != nil)
 	if err != nil {
 		return sum, err
 	}
 	return sum, nil
 }
 
-func (h *handler) emit(started time.Time, sum *drain.Summary, failed bool) {
-	ns := "IggyS3Sink"
-	if h.sink != nil && h.sink.Config.Plugin.MetricsNamespace != "" {
-		ns = h.sink.Config.Plugin.MetricsNamespace
+func (h *handler) emit(ns string, started time.Time, sum *drain.Summary, failed bool) {
+	if ns == "" {
+		ns = "IggyS3Sink" // configuration did not load
 	}
 	run := metrics.Run{Function: h.function, Duration: time.Since(started), Failed: failed}
 	if sum != nil {

@@ -501,6 +501,29 @@ func (l *loader) finish() error {
 			seen[k] = i
 		}
 	}
+	return l.checkKeysDistinct(seen)
+}
+
+// checkKeysDistinct refuses a path_template that would give objects of two
+// configured topics the same names: the file name carries only partition and
+// offsets, so one object would overwrite the other.
+func (l *loader) checkKeysDistinct(pairs map[[2]string]int) error {
+	streams, topics := map[string]bool{}, map[string]bool{}
+	for k := range pairs {
+		streams[k[0]], topics[k[1]] = true, true
+	}
+	tpl := l.cfg.Plugin.PathTemplate
+	for _, need := range []struct {
+		placeholder string
+		names       map[string]bool
+		what        string
+	}{{"{stream}", streams, "streams"}, {"{topic}", topics, "topics"}} {
+		if len(need.names) > 1 && !strings.Contains(tpl, need.placeholder) {
+			e := l.errorFor("plugin_config.path_template", fmt.Sprintf("must contain %s when several %s are drained: object names carry only the partition and offsets, so their objects would overwrite each other", need.placeholder, need.what))
+			e.Value = strconv.Quote(tpl)
+			return e
+		}
+	}
 	return nil
 }
 

@@ -35,6 +35,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"second stream's bad schema", streamsOnly + "[[streams]]\nstream = \"s2\"\ntopics = [\"t\"]\nschema = \"XML\"\n", nil, []string{"config: test.toml: streams[1].schema = \"XML\": accepted values"}},
 		{"second stream's topics", streamsOnly + "[[streams]]\nstream = \"s2\"\n[plugin_config]\nbucket = \"b\"\n", withRegion, []string{"streams[1].topics", "required"}},
 		{"duplicate topic", streamsOnly + "[[streams]]\nstream = \"s\"\ntopics = [\"u\", \"t\"]\n[plugin_config]\nbucket = \"b\"\n", withRegion, []string{"streams[1].topics", `"t"`, "already drained by streams[0]"}},
+		{"template without {topic} for two topics", "[[streams]]\nstream = \"s\"\ntopics = [\"a\", \"b\"]\n[plugin_config]\nbucket = \"b\"\npath_template = \"{stream}/{date}\"\n", withRegion, []string{"plugin_config.path_template", `"{stream}/{date}"`, "{topic}", "overwrite"}},
+		{"template without {stream} for two streams", "[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n[[streams]]\nstream = \"s2\"\ntopics = [\"t\"]\n[plugin_config]\nbucket = \"b\"\npath_template = \"{topic}\"\n", withRegion, []string{"plugin_config.path_template", "{stream}", "overwrite"}},
 		{"streams not array of tables", "streams = \"x\"\n", nil, []string{"streams", "[[streams]]"}},
 		{"only access_key_id", "+access_key_id = \"AKIA\"", nil, []string{"plugin_config.secret_access_key", "SINK_SECRET_ACCESS_KEY", "both"}},
 		{"only secret_access_key", "+secret_access_key = \"s3cr3t-value\"", nil, []string{"plugin_config.access_key_id", "SINK_ACCESS_KEY_ID", "both"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -285,37 +286,46 @@ func TestPoisonPayload(t *testing.T) {
 	})
 }
 
-// TestRetentionDuringRecovery crashes a run after it recorded an intent,
-// then lets retention delete the head of that range before the next run:
-// the missing head becomes a reported gap and the rest is still written once.
+// TestRetentionDuringRecovery crashes a run after it recorded an intent for
+// offsets 0..59, then lets retention delete part of that range (0..29), or
+// all of it and more (0..69), before the next run: the missing messages
+// become a reported gap and the rest is still written exactly once.
 func TestRetentionDuringRecovery(t *testing.T) {
 	w := newWorld(t)
-	w.produce("gap-rec", 1, 100, 100)
-	set := w.settings("gap-rec", "gap-rec")
-	set["SINK_FILE_ROTATION"] = "messages"
-	set["SINK_MAX_MESSAGES_PER_FILE"] = "60"
-	cfg := w.config(set)
-	crash := func(s drain.Step, _ batch.Partition) error {
-		if s == drain.StepIntent {
-			return errors.New("injected")
-		}
-		return nil
-	}
-	if _, err := w.sink(cfg, sink.Options{Hook: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-		t.Fatalf("crashing run: %v", err)
-	}
-	// The intent covers 0..59; retention now removes 0..29.
-	if err := w.broker.DeleteBelow("app", "gap-rec", 0, 30); err != nil {
-		t.Fatal(err)
-	}
-	s := w.sink(cfg, sink.Options{})
-	w.drainUntilQuiet(s, "gap-rec", 20)
-	reports := w.auditClean(s)
-	if reports[0].GapMarkers != 1 || reports[0].Messages != 70 {
-		t.Fatalf("audit: %d gap markers, %d messages; want 1 marker (0..29) and 70 messages", reports[0].GapMarkers, reports[0].Messages)
-	}
-	objs := w.objects(s, "archive/")
-	if objs[0].first != 30 {
-		t.Fatalf("first object starts at %d, want 30", objs[0].first)
+	for _, cut := range []uint64{30, 70} {
+		t.Run(fmt.Sprintf("deleted-below-%d", cut), func(t *testing.T) {
+			w := w.with(t)
+			topic := fmt.Sprintf("gap-rec-%d", cut)
+			w.produce(topic, 1, 100, 100)
+			set := w.settings(topic, topic)
+			set["SINK_FILE_ROTATION"] = "messages"
+			set["SINK_MAX_MESSAGES_PER_FILE"] = "60"
+			cfg := w.config(set)
+			crash := func(s drain.Step, _ batch.Partition) error {
+				if s == drain.StepIntent {
+					return errors.New("injected")
+				}
+				return nil
+			}
+			if _, err := w.sink(cfg, sink.Options{Hook: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+				t.Fatalf("crashing run: %v", err)
+			}
+			if err := w.broker.DeleteBelow("app", topic, 0, cut); err != nil {
+				t.Fatal(err)
+			}
+			s := w.sink(cfg, sink.Options{})
+			start := time.Now()
+			w.drainUntilQuiet(s, topic, 20)
+			if took := time.Since(start); took > 15*time.Second {
+				t.Fatalf("recovery took %s", took)
+			}
+			reports := w.auditClean(s)
+			if reports[0].GapMarkers != 1 || reports[0].Messages != 100-cut {
+				t.Fatalf("audit: %d gap markers, %d messages; want 1 marker (0..%d) and %d messages", reports[0].GapMarkers, reports[0].Messages, cut-1, 100-cut)
+			}
+			if objs := w.objects(s, "archive/"); objs[0].first != cut {
+				t.Fatalf("first object starts at %d, want %d", objs[0].first, cut)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
@@ -17,6 +18,12 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
 )
 
+// errOutOfTime ends a partition's loop without an error when too little of
+// the run's time is left to start another object.
+var errOutOfTime = errors.New("deadline margin reached")
+
+const deadlineStop = "deadline: no new objects started with less than deadline_margin left"
+
 // errStopped ends a partition's loop without an error: the partition moved
 // to another member, so this run leaves it to its next owner.
 var errStopped = errors.New("partition handed over")
@@ -24,8 +31,8 @@ var errStopped = errors.New("partition handed over")
 // missingError says Iggy no longer holds offsets First..Last (retention).
 type missingError struct {
 	First, Last uint64
-	// Timestamp is the server time of the first message after the gap.
-	Timestamp uint64
+	// Next is the first offset Iggy still has, and Timestamp its server time.
+	Next, Timestamp uint64
 }
 
 func (e *missingError) Error() string {
@@ -54,8 +61,10 @@ type worker struct {
 	// inflight delivers the result of the object being written in the
 	// background; while it is set, that write owns st and lastWrite.
 	inflight chan writeResult
-	zbuf     []byte
-	ext      string
+	// retries counts upload retries; the background write adds to it too.
+	retries atomic.Uint64
+	zbuf    []byte
+	ext     string
 }
 
 func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps PartitionSummary, err error) {
@@ -99,7 +108,7 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps Parti
 		if errors.Is(err, ErrCrash) {
 			return
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 		defer cancel()
 		if rerr := r.State.Release(rctx, w.st); rerr != nil {
 			w.log.Warn("releasing the partition lease failed; it expires by itself", "error", rerr.Error())
@@ -107,9 +116,17 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps Parti
 	}()
 
 	err = w.run(ctx)
+	if errors.Is(err, errOutOfTime) {
+		err = nil
+		ps.Stopped = deadlineStop
+	}
 	if errors.Is(err, errStopped) {
 		err = nil
+		if ps.Stopped == "" {
+			ps.Stopped = "partition moved to another member"
+		}
 	}
+	ps.Retries = w.retries.Load()
 	if w.st.HasWritten {
 		c := w.st.LastWritten
 		ps.Committed = &c
@@ -239,7 +256,7 @@ func (w *worker) loop(ctx context.Context, next uint64) (err error) {
 	}()
 	for {
 		if w.outOfTime(ctx) {
-			w.ps.Stopped = "deadline: no new objects started with less than deadline_margin left"
+			w.ps.Stopped = deadlineStop
 			return nil
 		}
 		if err := w.maybeRenew(ctx); err != nil {
@@ -324,6 +341,10 @@ func (w *worker) handOff(ctx context.Context) error {
 	if err := w.waitWrite(); err != nil {
 		return err
 	}
+	if w.outOfTime(ctx) {
+		// Too late to start an object; its messages stay in Iggy.
+		return errOutOfTime
+	}
 	full := w.acc
 	if w.spare == nil {
 		w.spare = batch.NewAccumulator(w.enc, w.rot, w.keep)
@@ -332,16 +353,17 @@ func (w *worker) handOff(ctx context.Context) error {
 	done := make(chan writeResult, 1)
 	w.inflight = done
 	go func() {
-		err := w.writeAcc(ctx, full)
+		wr, err := w.writeAcc(ctx, full)
 		full.Reset()
-		done <- writeResult{acc: full, err: err}
+		done <- writeResult{acc: full, wrote: wr, err: err}
 	}()
 	return nil
 }
 
 type writeResult struct {
-	acc *batch.Accumulator
-	err error
+	acc   *batch.Accumulator
+	wrote written
+	err   error
 }
 
 // waitWrite waits for the background write, if any, and returns its error.
@@ -349,9 +371,16 @@ func (w *worker) waitWrite() error {
 	if w.inflight == nil {
 		return nil
 	}
-	res := <-w.inflight
+	return w.collect(<-w.inflight)
+}
+
+// collect takes back a finished write's buffer and figures.
+func (w *worker) collect(res writeResult) error {
 	w.inflight = nil
 	w.spare = res.acc
+	if res.wrote.ok {
+		w.ps.wrote(res.wrote.first, res.wrote.last, res.wrote.messages, res.wrote.bytes)
+	}
 	return res.err
 }
 
@@ -364,8 +393,18 @@ func (w *worker) outOfTime(ctx context.Context) bool {
 }
 
 func (w *worker) maybeRenew(ctx context.Context) error {
-	// A write in flight renews the lease itself, and owns w.st meanwhile.
-	if w.inflight != nil || w.r.now().Sub(w.lastWrite) < w.ttl/3 {
+	if w.inflight != nil {
+		select {
+		case res := <-w.inflight:
+			if err := w.collect(res); err != nil {
+				return err
+			}
+		default:
+			// The write in flight owns w.st, and renews the lease itself.
+			return nil
+		}
+	}
+	if w.r.now().Sub(w.lastWrite) < w.ttl/3 {
 		return nil
 	}
 	st, err := w.r.State.Renew(ctx, w.st, w.ttl)
@@ -434,18 +473,24 @@ func (w *worker) storeOffset(ctx context.Context, last uint64) error {
 		// The state holds the position; the partition's next owner brings
 		// the group's offset up to it.
 		w.log.Info("partition moved to another member before its offset was stored", "offset", last)
-		w.ps.Stopped = "partition moved to another member"
 		return errStopped
 	}
 	return err
 }
 
+// written is what one object write put in S3, for the partition's summary.
+type written struct {
+	ok                           bool
+	first, last, messages, bytes uint64
+}
+
 // writeAcc writes the accumulated object: intent, upload, written, offset.
-func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) error {
+// It runs in the background (see handOff), so it touches no summary field.
+func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) (written, error) {
 	first, last, n := a.First(), a.Last(), uint64(a.Len())
 	key := w.objectKey(first, last, a.FirstTimestamp(), w.ext)
 	if err := w.setIntent(ctx, state.Intent{First: first, Last: last, ObjectKey: key}); err != nil {
-		return err
+		return written{}, err
 	}
 	var res upload.Result
 	var err error
@@ -453,18 +498,18 @@ func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) error {
 		res, err = w.stream(ctx, key, first, last)
 	} else {
 		if err := w.hook(StepMidUpload); err != nil {
-			return err
+			return written{}, err
 		}
 		res, err = w.put(ctx, key, a.Bytes())
 	}
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	err = w.finish(ctx, state.Done{Messages: n, Bytes: uint64(res.Bytes)})
 	if err == nil || errors.Is(err, errStopped) {
-		w.ps.wrote(first, last, n, uint64(res.Bytes))
+		return written{ok: true, first: first, last: last, messages: n, bytes: uint64(res.Bytes)}, err
 	}
-	return err
+	return written{}, err
 }
 
 func (w *worker) put(ctx context.Context, key string, body []byte) (upload.Result, error) {
@@ -476,7 +521,7 @@ func (w *worker) put(ctx context.Context, key string, body []byte) (upload.Resul
 		body = w.zbuf
 	}
 	res, err := w.r.Objects.Put(ctx, w.object(key), body)
-	w.ps.Retries += uint64(res.Retries)
+	w.retries.Add(uint64(res.Retries))
 	return res, err
 }
 
@@ -493,7 +538,7 @@ func (w *worker) stream(ctx context.Context, key string, first, last uint64) (up
 		}
 		return ow.Close()
 	})
-	w.ps.Retries += uint64(res.Retries)
+	w.retries.Add(uint64(res.Retries))
 	return res, err
 }
 
@@ -521,11 +566,13 @@ func (w *worker) render(ctx context.Context, first, last uint64, fn func(*batch.
 			if m.Offset < next {
 				continue
 			}
+			if m.Offset > next {
+				// Checked before the end of the range: when retention removed
+				// all the rest, the first message found lies beyond it.
+				return &missingError{First: next, Last: min(m.Offset-1, last), Next: m.Offset, Timestamp: m.Timestamp}
+			}
 			if m.Offset > last {
 				break
-			}
-			if m.Offset > next {
-				return &missingError{First: next, Last: m.Offset - 1, Timestamp: m.Timestamp}
 			}
 			if err := fn(m); err != nil {
 				return err
@@ -550,30 +597,20 @@ func (w *worker) recover(ctx context.Context) error {
 	if isGapKey(in.ObjectKey) {
 		return w.putGapMarker(ctx, in)
 	}
+	n := in.Last - in.First + 1
+	if !strings.HasSuffix(in.ObjectKey, "."+w.ext) {
+		// The output format or compression changed since the intent was
+		// recorded: the object cannot be re-rendered as it was named.
+		return w.settle(ctx, in, nil)
+	}
 	res, err := w.stream(ctx, in.ObjectKey, in.First, in.Last)
 	var miss *missingError
 	if errors.As(err, &miss) {
-		exists, lerr := w.exists(ctx, in.ObjectKey)
-		if lerr != nil {
-			return lerr
-		}
-		if exists {
-			// Uploaded before the crash; only the bookkeeping is missing.
-			return w.finish(ctx, state.Done{Messages: in.Last - in.First + 1})
-		}
-		// Retention removed the head of the range before it reached S3: it
-		// becomes a reported gap, and the loop reads the rest again.
-		st, err := w.r.State.Abandon(ctx, w.st, w.ttl)
-		if err != nil {
-			return err
-		}
-		w.st, w.lastWrite = st, w.r.now()
-		return w.writeGap(ctx, miss.First, miss.Last, miss.Timestamp)
+		return w.settle(ctx, in, miss)
 	}
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
 	}
-	n := in.Last - in.First + 1
 	if err := w.finish(ctx, state.Done{Messages: n, Bytes: uint64(res.Bytes)}); err != nil {
 		return err
 	}
@@ -581,15 +618,44 @@ func (w *worker) recover(ctx context.Context) error {
 	return nil
 }
 
-func (w *worker) exists(ctx context.Context, key string) (bool, error) {
-	found := false
-	err := w.r.Objects.List(ctx, key, func(k string, _ int64) error {
+// settle ends an intent that cannot be re-rendered: if the object reached S3
+// before the crash only the bookkeeping is missing; otherwise the intent is
+// dropped and its range read again — with the part retention removed (miss)
+// reported as a gap.
+func (w *worker) settle(ctx context.Context, in state.Intent, miss *missingError) error {
+	size, exists, err := w.exists(ctx, in.ObjectKey)
+	if err != nil {
+		return err
+	}
+	n := in.Last - in.First + 1
+	if exists {
+		if err := w.finish(ctx, state.Done{Messages: n, Bytes: uint64(size)}); err != nil {
+			return err
+		}
+		w.ps.wrote(in.First, in.Last, n, uint64(size))
+		return nil
+	}
+	st, err := w.r.State.Abandon(ctx, w.st, w.ttl)
+	if err != nil {
+		return err
+	}
+	w.st, w.lastWrite = st, w.r.now()
+	if miss == nil {
+		return nil
+	}
+	// Retention removes the oldest messages first, so everything from the
+	// intent's start to the first message left is gone by now.
+	return w.writeGap(ctx, in.First, miss.Next-1, miss.Timestamp)
+}
+
+func (w *worker) exists(ctx context.Context, key string) (size int64, found bool, err error) {
+	err = w.r.Objects.List(ctx, key, func(k string, sz int64) error {
 		if k == key {
-			found = true
+			size, found = sz, true
 		}
 		return nil
 	})
-	return found, err
+	return size, found, err
 }
 
 // writeGap reports offsets first..last that Iggy no longer has: a marker
@@ -621,7 +687,7 @@ func (w *worker) putGapMarker(ctx context.Context, in state.Intent) error {
 		return err
 	}
 	res, err := w.r.Objects.Put(ctx, upload.Object{Key: in.ObjectKey, ContentType: "application/json"}, body)
-	w.ps.Retries += uint64(res.Retries)
+	w.retries.Add(uint64(res.Retries))
 	if err != nil {
 		return err
 	}

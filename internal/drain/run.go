@@ -30,6 +30,11 @@ const (
 // Steps lists every Step in order.
 var Steps = []Step{StepPolled, StepIntent, StepMidUpload, StepUploaded, StepStateWritten, StepBeforeStore, StepStored}
 
+// CleanupTimeout bounds what a run does after its context ends: releasing
+// leases (each partition, at once) and then leaving the groups. A caller
+// with a hard deadline keeps back at least twice this.
+const CleanupTimeout = 2 * time.Second
+
 // ErrCrash marks an abort injected by Runner.Hook: the run stops where it
 // is, as if the process had died, releasing nothing.
 var ErrCrash = errors.New("simulated crash")
@@ -51,7 +56,8 @@ type Runner struct {
 	// Config.Plugin.MultipartThreshold.
 	KeepLimit int64
 	// Hook, when set, is called at every Step; an error aborts the run
-	// there as a crash would. Tests only.
+	// there as a crash would. Tests only. It is called from several
+	// goroutines at once (partitions, and a partition's background write).
 	Hook func(step Step, p batch.Partition) error
 }
 
@@ -134,8 +140,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		return sum, fmt.Errorf("drain: %w", errors.Join(errs...))
 	}
 
-	// Lag after the run, from fresh partition offsets.
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Lag after the run, from fresh partition offsets; then leave. Bounded
+	// so that cleanup fits in the time a Lambda keeps back (CleanupTimeout).
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	for _, t := range topics {
 		if err := conn.Refresh(cleanup, t); err != nil {

@@ -25,8 +25,6 @@ type Config struct {
 	TLSCAFile      string
 	TLSDomain      string
 	ConnectTimeout time.Duration
-	// CallTimeout bounds one request/reply; 0 means only the context bounds it.
-	CallTimeout time.Duration
 }
 
 // Conn is one logged-in connection. Calls are serialised by the SDK; Conn
@@ -58,14 +56,10 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{cfg: cfg, g: g}
-	type result struct {
-		cli iggcon.Client
-		err error
-	}
-	ch := make(chan result, 1)
+	ch := make(chan clientResult, 1)
 	go func() {
 		cli, err := client.NewIggyClient(client.WithTcp(tcp.WithServerAddress(g.addr())))
-		ch <- result{cli, err}
+		ch <- clientResult{cli, err}
 	}()
 	select {
 	case r := <-ch:
@@ -75,10 +69,9 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		c.cli = r.cli
 	case <-time.After(cfg.ConnectTimeout):
-		// The SDK dials our own listener, so this only happens when the
-		// machine is badly overloaded; the goroutine ends once the guard is cut.
-		g.cut()
-		return nil, fmt.Errorf("%w: iggy client setup for %s timed out", ErrUnreachable, cfg.Address)
+		return nil, c.abandon(ch, fmt.Errorf("%w: iggy client setup for %s timed out", ErrUnreachable, cfg.Address))
+	case <-ctx.Done():
+		return nil, c.abandon(ch, fmt.Errorf("iggy client setup for %s: %w", cfg.Address, ctx.Err()))
 	}
 	loginCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -100,6 +93,24 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("iggy: login to %s as %s: %w", cfg.Address, who, err)
 	}
 	return c, nil
+}
+
+type clientResult struct {
+	cli iggcon.Client
+	err error
+}
+
+// abandon gives up on a client still being created. The SDK dials our own
+// loopback listener, so this only happens on a badly overloaded machine; a
+// client that appears later is closed.
+func (c *Conn) abandon(ch <-chan clientResult, err error) error {
+	c.g.cut()
+	go func() {
+		if r := <-ch; r.cli != nil {
+			r.cli.Close()
+		}
+	}()
+	return err
 }
 
 func clientTLS(cfg Config) (*tls.Config, error) {
@@ -137,11 +148,6 @@ func (c *Conn) Close() error {
 func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	if c.g.isCut() {
 		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
-	}
-	if c.cfg.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
-		defer cancel()
 	}
 	done := make(chan error, 1)
 	go func() { done <- call() }()

@@ -97,7 +97,15 @@ func (c *Conn) StoreOffset(ctx context.Context, t *Topic, p uint32, offset uint6
 		return nil
 	}
 	var ie ierror.IggyError
-	if errors.Is(err, ierror.ErrConsumerGroupMemberNotFound) || (errors.As(err, &ie) && ie.Code() == ierror.ErrError.Code()) {
+	notOwner := errors.Is(err, ierror.ErrConsumerGroupMemberNotFound)
+	if !notOwner && errors.As(err, &ie) && ie.Code() == ierror.ErrError.Code() {
+		// SDK v0.8.0 turns NotResolvedConsumer (3022: the partition is not
+		// this member's) into a generic error; a poll of the stored offset,
+		// which exists, tells whether that is what happened.
+		msgs, owned, perr := c.Poll(ctx, t, p, offset, 1, nil)
+		notOwner = perr == nil && (!owned || len(msgs) == 0)
+	}
+	if notOwner {
 		return fmt.Errorf("iggy store offset %d of group %q on %s/%s partition %d: %w: %w", offset, t.Group, t.Stream, t.Topic, p, ErrNotOwner, err)
 	}
 	return fmt.Errorf("iggy store offset %d of group %q on %s/%s partition %d: %w", offset, t.Group, t.Stream, t.Topic, p, err)

@@ -60,6 +60,7 @@ func (h *handler) setup(ctx context.Context) (*sink.Sink, error) {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
 	h.log.Info("configuration", "config", cfg.String())
+	sink.ApplyMemoryLimit(cfg, h.log)
 	s, err := sink.New(ctx, cfg, sink.Options{Logger: h.log})
 	if err != nil {
 		return nil, err

@@ -94,6 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
 	logger.Info("configuration", "config", cfg.String())
+	sink.ApplyMemoryLimit(cfg, logger)
 	s, err := sink.New(ctx, cfg, sink.Options{CreateTable: true, Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "poller:", err)

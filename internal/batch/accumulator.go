@@ -71,6 +71,9 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 		a.rejected = true
 		return false, nil
 	}
+	if a.n == 0 && !a.spilled {
+		a.presize()
+	}
 	target := a.buf
 	if a.spilled {
 		target = a.scratch[:0]
@@ -103,13 +106,37 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	case a.spilled:
 		a.scratch = out[:0]
 	case a.size > a.keep:
+		// The bytes so far are no longer needed: the caller re-renders the
+		// range. Keep only a scratch buffer the size of one record.
 		a.spilled = true
-		a.scratch = out[:0]
-		a.buf = a.buf[:0]
+		a.scratch = append([]byte(nil), out[start:]...)[:0]
+		a.buf = nil
 	default:
 		a.buf = out
 	}
 	return true, nil
+}
+
+// presize gives the buffer, once, the capacity an object will need, so that
+// filling it never copies: the size threshold (up to keepLimit) when
+// rotating by size, else a modest start that append grows.
+func (a *Accumulator) presize() {
+	if a.keep <= 0 {
+		return
+	}
+	want := a.keep
+	if a.rot.MaxBytes > 0 {
+		want = min(want, a.rot.MaxBytes)
+	} else {
+		want = min(want, 1<<20)
+	}
+	want += 64 << 10 // the record that does not fit is rendered before it is refused
+	if int64(cap(a.buf)) >= want {
+		return
+	}
+	buf := make([]byte, len(a.buf), want)
+	copy(buf, a.buf)
+	a.buf = buf
 }
 
 // Full reports that no further record can fit: the count is reached, the

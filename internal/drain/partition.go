@@ -55,7 +55,6 @@ type worker struct {
 	enc       *batch.Encoder // feeds acc; its invalid-payload count is the partition's
 	renderEnc *batch.Encoder // re-renders ranges (streaming, recovery)
 	acc       *batch.Accumulator
-	spare     *batch.Accumulator // the other buffer, while not being written
 	rot       batch.Rotation
 	keep      int64
 	// inflight delivers the result of the object being written in the
@@ -333,10 +332,11 @@ func (w *worker) loop(ctx context.Context, next uint64) (err error) {
 	}
 }
 
-// handOff starts writing the accumulated object in the background and gives
-// the loop a fresh accumulator, so that reading and encoding the next object
-// overlaps with uploading this one. Objects of a partition are still written
-// one after the other: the previous write finishes first.
+// handOff writes the accumulated object. When the run's overlap slot is
+// free it writes in the background and gives the loop a fresh accumulator,
+// so that reading and encoding the next object overlaps with uploading this
+// one; otherwise it writes in line. Either way a partition's objects are
+// written one after the other: the previous write finishes first.
 func (w *worker) handOff(ctx context.Context) error {
 	if err := w.waitWrite(); err != nil {
 		return err
@@ -345,23 +345,29 @@ func (w *worker) handOff(ctx context.Context) error {
 		// Too late to start an object; its messages stay in Iggy.
 		return errOutOfTime
 	}
-	full := w.acc
-	if w.spare == nil {
-		w.spare = batch.NewAccumulator(w.enc, w.rot, w.keep)
+	select {
+	case w.r.pipeline <- struct{}{}:
+	default:
+		// Another partition holds the overlap slot: write in line.
+		wr, err := w.writeAcc(ctx, w.acc)
+		w.acc.Reset()
+		if wr.ok {
+			w.ps.wrote(wr.first, wr.last, wr.messages, wr.bytes)
+		}
+		return err
 	}
-	w.acc, w.spare = w.spare, nil
+	full := w.acc
+	w.acc = batch.NewAccumulator(w.enc, w.rot, w.keep)
 	done := make(chan writeResult, 1)
 	w.inflight = done
 	go func() {
 		wr, err := w.writeAcc(ctx, full)
-		full.Reset()
-		done <- writeResult{acc: full, wrote: wr, err: err}
+		done <- writeResult{wrote: wr, err: err}
 	}()
 	return nil
 }
 
 type writeResult struct {
-	acc   *batch.Accumulator
 	wrote written
 	err   error
 }
@@ -374,10 +380,12 @@ func (w *worker) waitWrite() error {
 	return w.collect(<-w.inflight)
 }
 
-// collect takes back a finished write's buffer and figures.
+// collect takes a finished background write's figures and gives back its
+// overlap slot; its buffer goes to the garbage collector, so that only a
+// partition holding the slot ever has two objects in memory.
 func (w *worker) collect(res writeResult) error {
 	w.inflight = nil
-	w.spare = res.acc
+	<-w.r.pipeline
 	if res.wrote.ok {
 		w.ps.wrote(res.wrote.first, res.wrote.last, res.wrote.messages, res.wrote.bytes)
 	}

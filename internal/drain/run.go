@@ -59,6 +59,8 @@ type Runner struct {
 	// there as a crash would. Tests only. It is called from several
 	// goroutines at once (partitions, and a partition's background write).
 	Hook func(step Step, p batch.Partition) error
+
+	pipeline chan struct{}
 }
 
 type job struct {
@@ -108,6 +110,10 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		limit = 1
 	}
 	sem := make(chan struct{}, limit)
+	// One partition at a time may read its next object while the previous
+	// one uploads: that overlap is what makes a lone partition fast, and
+	// capping it keeps memory near one object per partition drained at once.
+	r.pipeline = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	var crashed sync.Once
 	crash := false

@@ -1,0 +1,37 @@
+package sink
+
+import (
+	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+)
+
+func TestMemoryBudget(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int64
+	}{
+		{"defaults: 8MiB objects in memory, 4 partitions + 1", nil, 5*(8*mib+64<<10) + 32*mib},
+		{"large objects stream in two 8MiB parts", map[string]string{"SINK_MAX_FILE_SIZE": "256MiB"}, 5*(16*mib+64<<10) + 32*mib},
+		{"messages rotation builds up to the multipart threshold", map[string]string{"SINK_FILE_ROTATION": "messages", "SINK_MAX_MESSAGES_PER_FILE": "10", "SINK_PARTITION_CONCURRENCY": "1"}, 2*(16*mib+64<<10) + 32*mib},
+		{"small objects", map[string]string{"SINK_MAX_FILE_SIZE": "1MiB"}, 5*(1*mib+64<<10) + 32*mib},
+		{"large parts dominate streamed objects", map[string]string{"SINK_MAX_FILE_SIZE": "1GiB", "SINK_PART_SIZE": "64MiB"}, 5*(128*mib) + 32*mib},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			cfg, err := config.Load("", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := MemoryBudget(cfg); got != tc.want {
+				t.Fatalf("MemoryBudget = %d MiB, want %d MiB", got/mib, tc.want/mib)
+			}
+		})
+	}
+}

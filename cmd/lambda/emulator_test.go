@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func buildBootstrap(t *testing.T) string {
 type emulator struct {
 	url    string
 	cmd    *exec.Cmd
-	output *lockedBuffer
+	output *testenv.LockedBuffer
 }
 
 // startEmulator runs bootstrap under aws-lambda-rie on loopback with env.
@@ -53,7 +52,7 @@ func startEmulator(t *testing.T, bootstrap string, env []string) *emulator {
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	out := &lockedBuffer{}
+	out := &testenv.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -227,21 +226,3 @@ func TestLambdaUnreachableIggy(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
-
-// lockedBuffer collects a child process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

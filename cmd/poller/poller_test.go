@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -168,7 +167,7 @@ func TestRunStopsOnSignal(t *testing.T) {
 	bin := buildPoller(t)
 	cmd := exec.Command(bin, "-interval", "200ms", "run")
 	cmd.Env = append(os.Environ(), st.env...)
-	logs := &lockedBuffer{}
+	logs := &testenv.LockedBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -254,22 +253,4 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// lockedBuffer collects a child process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -42,7 +42,7 @@ type world struct {
 	broker *iggytest.Broker
 	s3     *testenv.S3
 	moto   *testenv.Moto
-	logs   *syncBuffer
+	logs   *testenv.LockedBuffer
 	// produced[stream/topic][partition][offset] is every payload sent.
 	produced map[string][][]sent
 	buckets  map[string]bool
@@ -62,7 +62,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	w := &world{t: t, broker: b, s3: testenv.StartVersity(t), moto: testenv.StartMoto(t), logs: &syncBuffer{}, produced: map[string][][]sent{}, buckets: map[string]bool{}}
+	w := &world{t: t, broker: b, s3: testenv.StartVersity(t), moto: testenv.StartMoto(t), logs: &testenv.LockedBuffer{}, produced: map[string][][]sent{}, buckets: map[string]bool{}}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
 }
@@ -395,23 +395,6 @@ func assertNoSecretIn(t *testing.T, what string, err error, secrets ...string) {
 			t.Errorf("%s: error %q contains a secret", what, err)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // recordingStore wraps the uploader and remembers the hash of every body

@@ -76,27 +76,30 @@ func FreePort(t testing.TB) int {
 // server is one started child process.
 type server struct {
 	cmd    *exec.Cmd
-	output *lockedBuffer
+	output *LockedBuffer
 	exited chan struct{}
 }
 
-// lockedBuffer collects a child's output for error messages; the child
-// writes from os/exec's copying goroutine while the test may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// LockedBuffer collects a child process's output (or a logger's) while the
+// test reads it: os/exec writes from its copying goroutine.
+type LockedBuffer struct {
+	// Limit caps what is kept, in bytes; 0 keeps everything.
+	Limit int
+	mu    sync.Mutex
+	buf   bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.buf.Len() < 64<<10 {
+	if b.Limit == 0 || b.buf.Len() < b.Limit {
 		b.buf.Write(p)
 	}
 	return len(p), nil
 }
 
-func (b *lockedBuffer) String() string {
+// String returns what was written so far.
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -107,7 +110,7 @@ func (b *lockedBuffer) String() string {
 func start(t testing.TB, path string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(path, args...)
-	out := &lockedBuffer{}
+	out := &LockedBuffer{Limit: 64 << 10}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = procAttr()

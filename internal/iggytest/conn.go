@@ -79,8 +79,9 @@ func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
 	}
 	length := binary.LittleEndian.Uint32(hdr[:])
 	if length < requestCodeSize || length > maxSendPayload+requestCodeSize {
-		// Skip the frame so the next request still starts on a frame boundary.
-		if _, err := io.CopyN(io.Discard, r, int64(length)); err != nil {
+		// A real 0.8.0 server reads the code (4 bytes) whatever the length
+		// says, then skips the rest of the frame, then answers.
+		if _, err := io.CopyN(io.Discard, r, int64(max(length, requestCodeSize))); err != nil {
 			return nil, false, err
 		}
 		return c.errorReply(0, fail(StatusInvalidCommand, "invalid frame length %d", length)), false, nil

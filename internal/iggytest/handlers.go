@@ -23,6 +23,8 @@ func decodeRequest(code uint32, p []byte) (request, *StatusError) {
 	var req request
 	switch code {
 	case CodePing:
+		// A real 0.8.0 server ignores whatever a ping carries.
+		r.off = len(p)
 		req = pingReq{}
 	case CodeGetClusterMetadata:
 		req = metadataReq{}
@@ -36,7 +38,7 @@ func decodeRequest(code uint32, p []byte) (request, *StatusError) {
 	case CodeGetStreams:
 		req = getStreamsReq{}
 	case CodeCreateStream:
-		req = createStreamReq{name: r.name("stream name", StatusInvalidStreamName)}
+		req = createStreamReq{name: r.name("stream name", StatusInvalidFormat)}
 	case CodeDeleteStream:
 		req = deleteStreamReq{stream: r.identifier("stream")}
 	case CodeGetTopic:

@@ -57,6 +57,8 @@ const (
 	StatusInvalidMessagesCount   uint32 = 4009
 	StatusInvalidPayloadLength   uint32 = 4025
 	StatusInvalidMessagesSize    uint32 = 4036
+	StatusNonZeroOffset          uint32 = 4031
+	StatusMissingIndex           uint32 = 4033
 	StatusInvalidOffset          uint32 = 4100
 	StatusGroupNotFound          uint32 = 5000
 	StatusGroupNameExists        uint32 = 5004
@@ -167,8 +169,13 @@ func (r *reader) identifier(what string) ident {
 		return ident{numeric: true, id: binary.LittleEndian.Uint32(v)}
 	case kind == 2 && n > 0 && utf8.Valid(v):
 		return ident{name: string(v)}
+	case kind != 1 && kind != 2:
+		// As a real 0.8.0 server answers: an unknown kind is an invalid
+		// command, a known kind with a bad value an invalid format.
+		r.err = fail(StatusInvalidCommand, "invalid %s identifier kind %d", what, kind)
+	default:
+		r.err = fail(StatusInvalidFormat, "invalid %s identifier (kind %d, length %d)", what, kind, n)
 	}
-	r.err = fail(StatusInvalidIdentifier, "invalid %s identifier (kind %d, length %d)", what, kind, n)
 	return ident{}
 }
 

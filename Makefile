@@ -5,8 +5,10 @@ BIN := $(CURDIR)/.bin
 GOARCH ?= $(shell $(GO) env GOARCH)
 PY_TOOLS := moto_server cfn-lint
 export PATH := $(BIN):$(PATH)
+# The SAM CLI reports usage to AWS unless told not to.
+export SAM_CLI_TELEMETRY := 0
 
-.PHONY: all demo test tools py-tools fmt-check vet unit bench bootstrap build-SinkFunction clean
+.PHONY: all demo test tools py-tools sam-cli fmt-check vet unit bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -15,7 +17,7 @@ demo:
 	$(GO) run ./cmd/poller demo
 
 ## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the tests)
-test: tools py-tools fmt-check vet
+test: tools py-tools sam-cli fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie) into .bin/
@@ -33,6 +35,14 @@ py-tools:
 	  echo "installing Python test tools"; \
 	  python3 -m pip install --quiet "moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.110.0"; \
 	  if command -v pyenv >/dev/null; then pyenv rehash; fi; break; }; done
+
+## sam-cli: AWS SAM CLI in a venv under .bin/ when the machine has none, for
+## `sam validate --lint` and `sam build` in the tests; best effort (the tests skip without it)
+sam-cli:
+	@command -v sam >/dev/null || [ -x $(BIN)/sam ] || { \
+	  echo "installing AWS SAM CLI into .bin/samcli"; \
+	  python3 -m venv $(BIN)/samcli && $(BIN)/samcli/bin/pip install --quiet aws-sam-cli && \
+	  ln -sf $(BIN)/samcli/bin/sam $(BIN)/sam || echo "AWS SAM CLI not installed; its template checks will be skipped"; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \

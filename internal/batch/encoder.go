@@ -236,7 +236,7 @@ func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 		return appendBase64(dst, m.Payload), nil
 	}
 	if e.transformer != nil && out[start] == '{' {
-		return e.transform(dst, m)
+		return e.transform(out, start, out[start:], m)
 	}
 	return out, nil
 }
@@ -244,6 +244,7 @@ func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 // appendSchemaJSON handles schema json: the payload validated and
 // compacted, or the invalid-payload policy.
 func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
+	start := len(dst)
 	out, ok, at := e.sc.appendCompact(dst, m.Payload)
 	if !ok {
 		if e.failInvalid {
@@ -256,7 +257,7 @@ func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 		return appendBase64(dst, m.Payload), nil
 	}
 	if e.transformer != nil {
-		return e.transform(dst, m)
+		return e.transform(out, start, out[start:], m)
 	}
 	return out, nil
 }
@@ -274,27 +275,46 @@ func (e *Encoder) appendRawPayload(dst []byte, m *Message) ([]byte, error) {
 			var ok bool
 			e.cbuf, ok, _ = e.sc.appendCompact(e.cbuf[:0], m.Payload)
 			if ok && e.cbuf[0] == '{' {
-				return e.transform(dst, m)
+				return e.transform(dst, len(dst), e.cbuf, m)
 			}
 		}
 	}
 	return append(dst, m.Payload...), nil
 }
 
-// transform runs the Transformer on a payload already known to be valid JSON
-// and appends its output, checked and compacted, to dst.
-func (e *Encoder) transform(dst []byte, m *Message) ([]byte, error) {
+// transform runs the Transformer on payload — valid, compact JSON, which
+// may alias dst[start:] — and writes its output at dst[start:]. The
+// Transformer's contract is valid, compact output (internal/transform
+// fuzzes exactly that), so it is not scanned a second time here; a
+// non-JSON start or end byte is still refused, as a cheap guard.
+func (e *Encoder) transform(dst []byte, start int, payload []byte, m *Message) ([]byte, error) {
 	var err error
-	e.tbuf, err = e.transformer.Transform(e.tbuf[:0], m.Payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+	e.tbuf, err = e.transformer.Transform(e.tbuf[:0], payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
 	if err != nil {
-		return dst, &TransformError{Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset, Err: err}
+		return dst[:start], &TransformError{Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset, Err: err}
 	}
-	out, ok, at := e.sc.appendCompact(dst, e.tbuf)
-	if !ok {
-		return dst, &TransformError{
+	if !plausibleJSON(e.tbuf) {
+		return dst[:start], &TransformError{
 			Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset,
-			Err: fmt.Errorf("transformer output is not valid JSON (at byte %d of %d)", at, len(e.tbuf)),
+			Err: fmt.Errorf("transformer output is not JSON (%d bytes)", len(e.tbuf)),
 		}
 	}
-	return out, nil
+	return append(dst[:start], e.tbuf...), nil
+}
+
+// plausibleJSON checks the first and last bytes of a JSON value.
+func plausibleJSON(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	first, last := b[0], b[len(b)-1]
+	switch first {
+	case '{':
+		return last == '}'
+	case '[':
+		return last == ']'
+	case '"':
+		return len(b) >= 2 && last == '"'
+	}
+	return first == '-' || first >= '0' && first <= '9' || first == 't' || first == 'f' || first == 'n'
 }

@@ -406,9 +406,9 @@ type wrapTransformer struct{ calls int }
 
 func (w *wrapTransformer) Transform(dst, payload []byte, stream, topic string, partition uint32, offset, ts uint64) ([]byte, error) {
 	w.calls++
-	dst = append(dst, `{"t": `...)
+	dst = append(dst, `{"t":`...)
 	dst = append(dst, payload...)
-	dst = append(dst, `, "off": `...)
+	dst = append(dst, `,"off":`...)
 	dst = append(dst, []byte(string(rune('0'+offset%10)))...)
 	return append(dst, '}'), nil
 }
@@ -446,7 +446,7 @@ func TestTransformer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The transformer's output is compacted: its spaces vanish.
+			// The transformer sees the payload compacted.
 			if string(got) != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -455,7 +455,7 @@ func TestTransformer(t *testing.T) {
 			}
 		})
 	}
-	for _, tr := range []failingTransformer{{}, {out: `{"a":`}} {
+	for _, tr := range []failingTransformer{{}, {out: `{"a":`}, {out: "oops"}} {
 		e := mustEncoder(t, appLogs, Options{Format: "json_lines", Schema: "json", Transformer: tr})
 		got, err := e.AppendRecord([]byte("x"), &Message{Offset: 8, Payload: []byte(`{}`)}, true)
 		var te *TransformError

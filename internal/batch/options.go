@@ -44,8 +44,10 @@ type Options struct {
 	Transformer Transformer
 }
 
-// Transformer rewrites one JSON payload (valid, compact or not) and appends
-// the result (valid JSON) to dst. Implemented by internal/transform.
+// Transformer rewrites one JSON payload, which the encoder has validated and
+// compacted, and appends the result to dst. The result must be valid,
+// compact JSON: the encoder writes it as it is (internal/transform, the
+// implementation, fuzzes that property).
 type Transformer interface {
 	Transform(dst, payload []byte, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
 }

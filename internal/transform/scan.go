@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"unicode/utf16"
@@ -87,24 +86,26 @@ func skipWS(b []byte, i int) int {
 
 // skipString returns the index just past the string literal starting at b[i].
 func skipString(b []byte, i int) (int, error) {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return 0, fmt.Errorf("%w: unterminated string at byte %d", ErrMalformedPayload, i)
+	// Strings in payloads are mostly short: a byte loop beats a call to
+	// bytes.IndexByte, and skipping each escaped byte makes the closing
+	// quote the first unescaped one.
+	for j := i + 1; j < len(b); j++ {
+		if !stringStop[b[j]] {
+			continue
 		}
-		q := j + k
-		// The quote ends the string unless an odd run of backslashes escapes it.
-		n := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			n++
+		if b[j] == '"' {
+			return j + 1, nil
 		}
-		if n%2 == 0 {
-			return q + 1, nil
-		}
-		j = q + 1
+		j++ // the byte after a backslash is escaped
 	}
+	return 0, fmt.Errorf("%w: unterminated string at byte %d", ErrMalformedPayload, i)
 }
+
+// stringStop marks the bytes that end or escape inside a string.
+var stringStop = [256]bool{'"': true, '\\': true}
+
+// structural marks the bytes that delimit nested values and strings.
+var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
 
 // skipValue returns the index just past the JSON value starting at b[i].
 // It trusts the caller's validation for literals and numbers and only tracks
@@ -118,22 +119,34 @@ func skipValue(b []byte, i int) (int, error) {
 		return skipString(b, i)
 	case '{', '[':
 		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
+		j := i
+		for j < len(b) {
+			c := b[j]
+			if !structural[c] {
+				j++ // most bytes of a nested value are none of the five that matter
+				continue
+			}
+			switch c {
 			case '"':
-				e, err := skipString(b, j)
-				if err != nil {
-					return 0, err
+				// Skip the string in line: a call per short string costs more
+				// than the string.
+				for j++; j < len(b); j++ {
+					if stringStop[b[j]] {
+						if b[j] == '"' {
+							break
+						}
+						j++ // the byte after a backslash is escaped
+					}
 				}
-				j = e - 1
 			case '{', '[':
 				depth++
-			case '}', ']':
+			default: // '}', ']'
 				depth--
 				if depth == 0 {
 					return j + 1, nil
 				}
 			}
+			j++
 		}
 		return 0, fmt.Errorf("%w: unterminated value at byte %d", ErrMalformedPayload, i)
 	default:

@@ -32,6 +32,7 @@ type Encoder struct {
 	headers     bool
 	failInvalid bool
 	transformer Transformer
+	members     MemberTransformer // the transformer, when it takes the members the scanner found
 
 	// metaTail is the constant part of the metadata after the timestamp:
 	// `","stream":"…","topic":"…","partition_id":N`.
@@ -67,6 +68,10 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 		meta:        o.IncludeMetadata,
 		headers:     o.IncludeHeaders,
 		transformer: o.Transformer,
+	}
+	if mt, ok := o.Transformer.(MemberTransformer); ok {
+		e.members = mt
+		e.sc.record = true
 	}
 	switch o.Format {
 	case FormatJSONLines:
@@ -289,7 +294,12 @@ func (e *Encoder) appendRawPayload(dst []byte, m *Message) ([]byte, error) {
 // non-JSON start or end byte is still refused, as a cheap guard.
 func (e *Encoder) transform(dst []byte, start int, payload []byte, m *Message) ([]byte, error) {
 	var err error
-	e.tbuf, err = e.transformer.Transform(e.tbuf[:0], payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+	if e.members != nil && len(e.sc.members) > 0 {
+		// The scan that validated the payload also split it into members.
+		e.tbuf, err = e.members.TransformMembers(e.tbuf[:0], payload, e.sc.members, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+	} else {
+		e.tbuf, err = e.transformer.Transform(e.tbuf[:0], payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+	}
 	if err != nil {
 		return dst[:start], &TransformError{Stream: e.part.Stream, Topic: e.part.Topic, Partition: e.part.ID, Offset: m.Offset, Err: err}
 	}

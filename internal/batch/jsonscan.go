@@ -36,7 +36,16 @@ var isHex = func() (t [256]bool) {
 type scanner struct {
 	// stack holds one bit per open container: 1 = object, 0 = array.
 	stack [maxDepth/64 + 1]uint64
+	// record asks appendCompact to note the members of a top-level object
+	// in members (offsets into the compacted output), for a transformer.
+	record  bool
+	members []Member
 }
+
+// Member locates one member of a top-level JSON object in the compacted
+// payload: the key (a string literal, quotes included) is
+// payload[KeyStart:KeyEnd] and its value payload[ValStart:ValEnd].
+type Member struct{ KeyStart, KeyEnd, ValStart, ValEnd int }
 
 // appendCompact validates src as exactly one JSON value (RFC 8259, which
 // also means UTF-8 text and, like encoding/json, at most 10000 levels of
@@ -52,6 +61,12 @@ func (sc *scanner) appendCompact(dst, src []byte) ([]byte, bool, int) {
 	run := 0 // start of the bytes not yet appended to dst
 	depth := 0
 	var c byte
+	// Member recording: top is set when the value is an object and members
+	// are wanted; pos maps a source index to its offset in the output.
+	top := false
+	var m Member
+	pos := func(i int) int { return len(dst) - orig + i - run }
+	sc.members = sc.members[:0]
 
 	// Whitespace is rare in producer output, so the check costs one compare
 	// per token in the common case.
@@ -63,6 +78,9 @@ func (sc *scanner) appendCompact(dst, src []byte) ([]byte, bool, int) {
 value:
 	if i >= n {
 		goto fail
+	}
+	if top && depth == 1 {
+		m.ValStart = pos(i)
 	}
 	c = src[i]
 	switch {
@@ -84,6 +102,9 @@ value:
 	case c == '{':
 		if depth == maxDepth {
 			goto fail
+		}
+		if depth == 0 && sc.record {
+			top = true
 		}
 		sc.stack[depth>>6] |= 1 << (depth & 63)
 		depth++
@@ -145,6 +166,10 @@ value:
 	}
 
 afterValue:
+	if top && depth == 1 {
+		m.ValEnd = pos(i)
+		sc.members = append(sc.members, m)
+	}
 	if i < n && src[i] <= ' ' {
 		if j := skipSpace(src, i); j != i {
 			dst = append(dst, src[run:i]...)
@@ -201,6 +226,9 @@ key:
 	if i >= n || src[i] != '"' {
 		goto fail
 	}
+	if top && depth == 1 {
+		m.KeyStart = pos(i)
+	}
 	if i+9 <= n {
 		if m := special(binary.LittleEndian.Uint64(src[i+1:])); m != 0 {
 			if j := i + 1 + bits.TrailingZeros64(m)>>3; src[j] == '"' {
@@ -215,6 +243,9 @@ key:
 		goto fail
 	}
 colon:
+	if top && depth == 1 {
+		m.KeyEnd = pos(i)
+	}
 	if i < n && src[i] <= ' ' {
 		if j := skipSpace(src, i); j != i {
 			dst = append(dst, src[run:i]...)

@@ -52,6 +52,14 @@ type Transformer interface {
 	Transform(dst, payload []byte, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
 }
 
+// MemberTransformer is a Transformer that can take a JSON object payload
+// already split into its top-level members by the encoder's validating
+// scan, and so need not scan it again. members is only valid during the call.
+type MemberTransformer interface {
+	Transformer
+	TransformMembers(dst, payload []byte, members []Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
+}
+
 // ErrInvalidJSON is wrapped by InvalidPayloadError when a payload under
 // schema json is not valid JSON.
 var ErrInvalidJSON = errors.New("payload is not valid JSON")

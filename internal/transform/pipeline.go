@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 )
 
 // Pipeline applies the enabled transforms of a config in file order.
@@ -53,14 +55,37 @@ func (p *Pipeline) Transform(dst, payload []byte, stream, topic string, partitio
 	if i := skipWS(payload, 0); i >= len(payload) || payload[i] != '{' {
 		return append(dst, payload...), nil
 	}
+	return p.run(dst, payload, nil, stream, topic, partition, offset, timestampMicros)
+}
+
+// TransformMembers implements batch.MemberTransformer: payload is a compact
+// JSON object whose top-level members the encoder's scan already located,
+// so it is not scanned again.
+func (p *Pipeline) TransformMembers(dst, payload []byte, members []batch.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
+	if p.Len() == 0 {
+		return append(dst, payload...), nil
+	}
+	return p.run(dst, payload, members, stream, topic, partition, offset, timestampMicros)
+}
+
+// run applies the steps to one object, splitting it itself unless the
+// members are given.
+func (p *Pipeline) run(dst, payload []byte, members []batch.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
 	st := p.pool.Get().(*state)
 	defer func() {
 		st.reset() // drop references to this payload before pooling
 		p.pool.Put(st)
 	}()
-	var err error
-	if st.members, err = scanObject(st.members, payload); err != nil {
-		return dst, fmt.Errorf("transform: stream %q topic %q partition %d offset %d: %w", stream, topic, partition, offset, err)
+	if members != nil {
+		for _, bm := range members {
+			key := payload[bm.KeyStart:bm.KeyEnd]
+			st.members = append(st.members, member{key: key, val: payload[bm.ValStart:bm.ValEnd], plain: !needsUnquote(key)})
+		}
+	} else {
+		var err error
+		if st.members, err = scanObject(st.members, payload); err != nil {
+			return dst, fmt.Errorf("transform: stream %q topic %q partition %d offset %d: %w", stream, topic, partition, offset, err)
+		}
 	}
 	// The metadata lives in the pooled state: a local would escape through
 	// the step interface and cost an allocation per message.

@@ -101,9 +101,9 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 		return nil, fmt.Errorf("batch: unknown invalid_payload %q (accepted: base64, fail)", o.InvalidPayload)
 	}
 	t := []byte(`","stream":`)
-	t = appendJSONString(t, []byte(p.Stream))
+	t = AppendJSONString(t, []byte(p.Stream))
 	t = append(t, `,"topic":`...)
-	t = appendJSONString(t, []byte(p.Topic))
+	t = AppendJSONString(t, []byte(p.Topic))
 	t = append(t, `,"partition_id":`...)
 	e.metaTail = strconv.AppendUint(t, uint64(p.ID), 10)
 	return e, nil
@@ -231,7 +231,7 @@ func (e *Encoder) appendTimestamp(dst []byte, micros uint64) []byte {
 func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 	switch e.schema {
 	case schText:
-		return appendJSONString(dst, m.Payload), nil
+		return AppendJSONString(dst, m.Payload), nil
 	case schJSON:
 		return e.appendSchemaJSON(dst, m)
 	}

@@ -123,7 +123,7 @@ func (h *headerSet) appendObject(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		wrote = true
-		dst = appendJSONString(dst, keys[e.keyStart:e.keyEnd])
+		dst = AppendJSONString(dst, keys[e.keyStart:e.keyEnd])
 		dst = append(dst, ':')
 		dst = appendValueJSON(dst, e.kind, e.value)
 	}
@@ -141,7 +141,7 @@ func (h *headerSet) cmp(a, b header) int {
 func appendValueJSON(dst []byte, kind byte, v []byte) []byte {
 	switch kind {
 	case kindString:
-		return appendJSONString(dst, v)
+		return AppendJSONString(dst, v)
 	case kindRaw:
 		return appendBase64(dst, v)
 	case kindInt128, kindUint128:

@@ -131,10 +131,10 @@ func TestLossyUTF8MatchesFromUTF8Lossy(t *testing.T) {
 			t.Errorf("appendLossy(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 		// The JSON string form applies the same replacement.
-		got := appendJSONString(nil, []byte(tt.in))
+		got := AppendJSONString(nil, []byte(tt.in))
 		var s string
 		if err := json.Unmarshal(got, &s); err != nil || s != tt.want || !utf8.Valid(got) {
-			t.Errorf("appendJSONString(%q) = %q (%v), want a valid JSON string of %q", tt.in, got, err, tt.want)
+			t.Errorf("AppendJSONString(%q) = %q (%v), want a valid JSON string of %q", tt.in, got, err, tt.want)
 		}
 	}
 }

@@ -9,18 +9,18 @@ const hexDigits = "0123456789abcdef"
 // replacementChar is U+FFFD in UTF-8, written for each ill-formed sequence.
 const replacementChar = "\uFFFD"
 
-// appendJSONString appends s as a JSON string escaped the way serde_json
+// AppendJSONString appends s as a JSON string escaped the way serde_json
 // does it: '"' and '\\' escaped, \b \f \n \r \t for those controls, \u00xx
 // (lowercase hex) for the other controls, and nothing else escaped ('/',
 // '<', '>', '&', DEL and non-ASCII pass through). Ill-formed UTF-8 is replaced
 // by U+FFFD per maximal ill-formed subpart, like Rust's String::from_utf8_lossy.
-func appendJSONString(dst []byte, s []byte) []byte {
+func AppendJSONString(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
 	dst = appendEscaped(dst, s)
 	return append(dst, '"')
 }
 
-// appendEscaped is appendJSONString without the quotes.
+// appendEscaped is AppendJSONString without the quotes.
 func appendEscaped(dst []byte, s []byte) []byte {
 	run := 0
 	i := 0

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 )
 
 // ErrMalformedPayload is wrapped by Transform's error when a payload that
@@ -263,36 +265,7 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // appendQuote appends s as a JSON string literal the way serde_json writes
-// it: only '"', '\\' and control characters are escaped, so output matches
-// upstream byte for byte.
+// it, exactly as the encoder writes every other string.
 func appendQuote(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return batch.AppendJSONString(dst, []byte(s))
 }

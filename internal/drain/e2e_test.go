@@ -35,7 +35,7 @@ func TestEndToEnd(t *testing.T) {
 			s := w.sink(w.config(set), sink.Options{})
 			w.drainUntilQuiet(s, topic, 10)
 			objs := w.checkExactlyOnce(s, topic, tc.format)
-			keyRE := regexp.MustCompile(`^archive/app/` + topic + `/\d{4}-\d{2}-\d{2}/\d{2}/0000[0-3]-\d{20}-\d{20}` + regexp.QuoteMeta(tc.ext) + `$`)
+			keyRE := regexp.MustCompile(`^archive/` + w.stream + `/` + topic + `/\d{4}-\d{2}-\d{2}/\d{2}/0000[0-3]-\d{20}-\d{20}` + regexp.QuoteMeta(tc.ext) + `$`)
 			for _, o := range objs {
 				if !keyRE.MatchString(o.key) {
 					t.Fatalf("key %q does not match the template", o.key)

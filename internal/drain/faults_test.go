@@ -101,7 +101,7 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 		if n := proxy.Stats().Requests - before; n != 3 {
 			t.Fatalf("%d requests reached S3, want exactly max_attempts = 3", n)
 		}
-		assertNoSecretIn(t, "upload error", err, w.s3.SecretKey, iggyPassword)
+		assertNoSecretIn(t, "upload error", err, w.s3.SecretKey, w.password)
 	})
 
 	t.Run("forbidden", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 		if time.Since(start) > 5*time.Second {
 			t.Fatalf("a permanent error took %s", time.Since(start))
 		}
-		assertNoSecretIn(t, "403 error", err, w.s3.SecretKey, iggyPassword)
+		assertNoSecretIn(t, "403 error", err, w.s3.SecretKey, w.password)
 	})
 
 	t.Run("healed", func(t *testing.T) {
@@ -142,18 +142,19 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 // the run fails cleanly and the next one continues.
 func TestIggyConnectionDrops(t *testing.T) {
 	w := newWorld(t)
+	broker := w.hooks(t)
 	w.produce("drop", 2, 300, 150)
 	set := w.settings("drop", "drop")
 	set["SINK_FILE_ROTATION"] = "messages"
 	set["SINK_MAX_MESSAGES_PER_FILE"] = "50"
 	set["SINK_BATCH_LENGTH"] = "30"
 	s := w.sink(w.config(set), sink.Options{})
-	w.broker.CloseOnCommand(100, 1)
+	broker.CloseOnCommand(100, 1)
 	_, err := s.Run(context.Background())
 	if !errors.Is(err, source.ErrConnectionLost) {
 		t.Fatalf("run error %v, want ErrConnectionLost", err)
 	}
-	assertNoSecretIn(t, "connection error", err, iggyPassword)
+	assertNoSecretIn(t, "connection error", err, w.password)
 	w.drainUntilQuiet(s, "drop", 20)
 	w.checkExactlyOnce(s, "drop", "json_lines")
 	w.auditClean(s)
@@ -195,7 +196,7 @@ func TestIggyUnreachable(t *testing.T) {
 		if took > 3*time.Second {
 			t.Fatalf("%s: failing took %s with connect_timeout 1s", addr, took)
 		}
-		assertNoSecretIn(t, "unreachable", err, iggyPassword)
+		assertNoSecretIn(t, "unreachable", err, w.password)
 	}
 }
 
@@ -203,11 +204,12 @@ func TestIggyUnreachable(t *testing.T) {
 // reports the missing range (summary, marker object) and continues after it.
 func TestRetentionGap(t *testing.T) {
 	w := newWorld(t)
+	broker := w.hooks(t)
 	w.produce("gap", 1, 100, 100)
 	s := w.sink(w.config(w.settings("gap", "gap")), sink.Options{})
 	w.drainUntilQuiet(s, "gap", 10)
 	w.produce("gap", 1, 100, 100) // offsets 100..199
-	if err := w.broker.DeleteBelow("app", "gap", 0, 150); err != nil {
+	if err := broker.DeleteBelow(w.stream, "gap", 0, 150); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := s.Run(context.Background())
@@ -274,7 +276,7 @@ func TestPoisonPayload(t *testing.T) {
 		if err == nil {
 			t.Fatal("a poison payload under invalid_payload=fail did not fail the run")
 		}
-		for _, want := range []string{"app", "poison-fail", "partition 0", "offset 10"} {
+		for _, want := range []string{w.stream, "poison-fail", "partition 0", "offset 10"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %q does not name %q", err, want)
 			}
@@ -292,6 +294,7 @@ func TestPoisonPayload(t *testing.T) {
 // become a reported gap and the rest is still written exactly once.
 func TestRetentionDuringRecovery(t *testing.T) {
 	w := newWorld(t)
+	broker := w.hooks(t)
 	for _, cut := range []uint64{30, 70} {
 		t.Run(fmt.Sprintf("deleted-below-%d", cut), func(t *testing.T) {
 			w := w.with(t)
@@ -310,7 +313,7 @@ func TestRetentionDuringRecovery(t *testing.T) {
 			if _, err := w.sink(cfg, sink.Options{Hook: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
 				t.Fatalf("crashing run: %v", err)
 			}
-			if err := w.broker.DeleteBelow("app", topic, 0, cut); err != nil {
+			if err := broker.DeleteBelow(w.stream, topic, 0, cut); err != nil {
 				t.Fatal(err)
 			}
 			s := w.sink(cfg, sink.Options{})

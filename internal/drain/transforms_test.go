@@ -25,14 +25,15 @@ import (
 // the broker stamps messages with its clock.
 func TestTransformsEndToEnd(t *testing.T) {
 	w := newWorld(t)
+	broker := w.hooks(t) // HighOffset pads each partition up to the golden offsets
 	testdata := filepath.Join("..", "transform", "testdata")
 	inputs := readLines(t, filepath.Join(testdata, "upstream_transforms.input.jsonl"))
 	golden := readLines(t, filepath.Join(testdata, "upstream_transforms.golden.jsonl"))
 
-	if _, err := w.broker.CreateStream("app_logs"); err != nil {
+	if _, err := broker.CreateStream("app_logs"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.broker.CreateTopic("app_logs", "users", 4); err != nil {
+	if _, err := broker.CreateTopic("app_logs", "users", 4); err != nil {
 		t.Fatal(err)
 	}
 	type input struct {
@@ -47,7 +48,7 @@ func TestTransformsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			high, ok := w.broker.HighOffset("app_logs", "users", in.Partition)
+			high, ok := broker.HighOffset("app_logs", "users", in.Partition)
 			next := uint64(0)
 			if ok {
 				next = high + 1
@@ -55,11 +56,11 @@ func TestTransformsEndToEnd(t *testing.T) {
 			if next == in.Offset {
 				break
 			}
-			if _, err := w.broker.Append("app_logs", "users", in.Partition, []byte(`{"filler":true}`), nil); err != nil {
+			if _, err := broker.Append("app_logs", "users", in.Partition, []byte(`{"filler":true}`), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := w.broker.Append("app_logs", "users", in.Partition, in.Payload, nil); err != nil {
+		if _, err := broker.Append("app_logs", "users", in.Partition, in.Payload, nil); err != nil {
 			t.Fatal(err)
 		}
 		want[[2]uint64{uint64(in.Partition), in.Offset}] = golden[i]

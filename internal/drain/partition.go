@@ -60,13 +60,15 @@ type worker struct {
 	// inflight delivers the result of the object being written in the
 	// background; while it is set, that write owns st and lastWrite.
 	inflight chan writeResult
+	// pipeline is the run's read-ahead slot (see handOff).
+	pipeline chan struct{}
 	// retries counts upload retries; the background write adds to it too.
 	retries atomic.Uint64
 	zbuf    []byte
 	ext     string
 }
 
-func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps PartitionSummary, err error) {
+func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, pipeline chan struct{}) (ps PartitionSummary, err error) {
 	ps = r.newSummary(j)
 	defer func() {
 		if err != nil {
@@ -93,6 +95,7 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job) (ps Parti
 	if err != nil {
 		return ps, err
 	}
+	w.pipeline = pipeline
 	key := state.Key{Group: j.topic.Group, Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: id}
 	w.st, err = r.State.Acquire(ctx, key, r.Owner, w.ttl)
 	if errors.Is(err, state.ErrLeaseHeld) {
@@ -304,9 +307,11 @@ func (w *worker) loop(ctx context.Context, next uint64) (err error) {
 			}
 			added, err := w.acc.Add(m)
 			if err != nil {
-				// invalid_payload = "fail": keep what came before, then stop here.
+				// invalid_payload = "fail": keep what came before, then stop
+				// here. The payload error is the run's error even when the
+				// write before it stops on the deadline or a hand-over.
 				if w.acc.Len() > 0 {
-					if werr := w.handOff(ctx); werr != nil {
+					if werr := w.handOff(ctx); werr != nil && !errors.Is(werr, errOutOfTime) && !errors.Is(werr, errStopped) {
 						return errors.Join(err, werr)
 					}
 				}
@@ -346,7 +351,7 @@ func (w *worker) handOff(ctx context.Context) error {
 		return errOutOfTime
 	}
 	select {
-	case w.r.pipeline <- struct{}{}:
+	case w.pipeline <- struct{}{}:
 	default:
 		// Another partition holds the overlap slot: write in line.
 		wr, err := w.writeAcc(ctx, w.acc)
@@ -385,7 +390,7 @@ func (w *worker) waitWrite() error {
 // partition holding the slot ever has two objects in memory.
 func (w *worker) collect(res writeResult) error {
 	w.inflight = nil
-	<-w.r.pipeline
+	<-w.pipeline
 	if res.wrote.ok {
 		w.ps.wrote(res.wrote.first, res.wrote.last, res.wrote.messages, res.wrote.bytes)
 	}
@@ -573,6 +578,9 @@ func (w *worker) render(ctx context.Context, first, last uint64, fn func(*batch.
 			m := &buf[i]
 			if m.Offset < next {
 				continue
+			}
+			if next > last {
+				break
 			}
 			if m.Offset > next {
 				// Checked before the end of the range: when retention removed

@@ -59,8 +59,6 @@ type Runner struct {
 	// there as a crash would. Tests only. It is called from several
 	// goroutines at once (partitions, and a partition's background write).
 	Hook func(step Step, p batch.Partition) error
-
-	pipeline chan struct{}
 }
 
 type job struct {
@@ -113,7 +111,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	// One partition at a time may read its next object while the previous
 	// one uploads: that overlap is what makes a lone partition fast, and
 	// capping it keeps memory near one object per partition drained at once.
-	r.pipeline = make(chan struct{}, 1)
+	pipeline := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	var crashed sync.Once
 	crash := false
@@ -129,7 +127,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 				return
 			}
 			defer func() { <-sem }()
-			results[i], errs[i] = r.drainPartition(runCtx, conn, jobs[i])
+			results[i], errs[i] = r.drainPartition(runCtx, conn, jobs[i], pipeline)
 			if errors.Is(errs[i], ErrCrash) {
 				crashed.Do(func() { crash = true; abort() })
 			}

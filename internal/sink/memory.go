@@ -9,11 +9,12 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 )
 
-// MemoryBudget is what a run needs at most: for each partition drained at
-// once, plus the one allowed to read ahead while it uploads, either an
-// object built in memory (up to multipart_threshold) or the two part buffers
-// of a streamed upload; and a base for the Iggy client, poll batches and the
-// runtime.
+// MemoryBudget is what a run needs: for each partition drained at once,
+// plus the one allowed to read ahead while it uploads, either an object
+// built in memory (up to multipart_threshold, and its compressed copy) or the
+// two part buffers of a streamed upload; one poll batch per partition
+// (batch_length messages, counted at 1 KiB); and a base for the Iggy client,
+// the compressors and the runtime.
 func MemoryBudget(cfg *config.Config) int64 {
 	p := &cfg.Plugin
 	var perPartition int64
@@ -22,22 +23,35 @@ func MemoryBudget(cfg *config.Config) int64 {
 	} else {
 		perPartition = max(p.MultipartThreshold+64<<10, 2*p.PartSize)
 	}
-	const base = 32 << 20
-	return int64(p.PartitionConcurrency+1)*perPartition + base
+	base := int64(32 << 20)
+	if p.Compression != "" && p.Compression != "none" {
+		perPartition += perPartition / 2 // the compressed copy, for JSON well under half
+		base += 16 << 20                 // encoder windows
+	}
+	var poll int64
+	for _, s := range cfg.Streams {
+		poll = max(poll, int64(s.BatchLength)<<10)
+	}
+	conc := int64(p.PartitionConcurrency)
+	return (conc+1)*perPartition + conc*poll + base
 }
 
 // ApplyMemoryLimit sets the Go runtime's soft memory limit to the run's
 // budget, so that the garbage collector keeps the process near what it
 // needs instead of twice its live heap; GOMEMLIMIT, when set, wins. In a
-// Lambda it warns when the function's memory is below the budget.
+// Lambda the limit never exceeds 90% of the function's memory, and a
+// warning says when that is less than the budget.
 func ApplyMemoryLimit(cfg *config.Config, log *slog.Logger) {
-	budget := MemoryBudget(cfg)
-	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && int64(mb)<<20 < budget+budget/4 {
-		log.Warn("the function's memory is tight for this configuration; raise MemorySize or lower partition_concurrency / max_file_size",
-			"memory_mb", mb, "budget_mb", budget>>20)
+	limit := MemoryBudget(cfg)
+	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
+		if ceiling := int64(mb) << 20 * 9 / 10; ceiling < limit {
+			log.Warn("the function's memory is tight for this configuration; raise MemorySize or lower partition_concurrency / max_file_size",
+				"memory_mb", mb, "budget_mb", limit>>20)
+			limit = ceiling
+		}
 	}
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(budget)
+	debug.SetMemoryLimit(limit)
 }

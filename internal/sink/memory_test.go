@@ -13,11 +13,12 @@ func TestMemoryBudget(t *testing.T) {
 		env  map[string]string
 		want int64
 	}{
-		{"defaults: 8MiB objects in memory, 4 partitions + 1", nil, 5*(8*mib+64<<10) + 32*mib},
-		{"large objects stream in two 8MiB parts", map[string]string{"SINK_MAX_FILE_SIZE": "256MiB"}, 5*(16*mib+64<<10) + 32*mib},
-		{"messages rotation builds up to the multipart threshold", map[string]string{"SINK_FILE_ROTATION": "messages", "SINK_MAX_MESSAGES_PER_FILE": "10", "SINK_PARTITION_CONCURRENCY": "1"}, 2*(16*mib+64<<10) + 32*mib},
-		{"small objects", map[string]string{"SINK_MAX_FILE_SIZE": "1MiB"}, 5*(1*mib+64<<10) + 32*mib},
-		{"large parts dominate streamed objects", map[string]string{"SINK_MAX_FILE_SIZE": "1GiB", "SINK_PART_SIZE": "64MiB"}, 5*(128*mib) + 32*mib},
+		{"defaults: 8MiB objects in memory, 4 partitions + 1, polls of 1000", nil, 5*(8*mib+64<<10) + 4*1000<<10 + 32*mib},
+		{"large objects stream in two 8MiB parts", map[string]string{"SINK_MAX_FILE_SIZE": "256MiB"}, 5*(16*mib+64<<10) + 4*1000<<10 + 32*mib},
+		{"messages rotation builds up to the multipart threshold", map[string]string{"SINK_FILE_ROTATION": "messages", "SINK_MAX_MESSAGES_PER_FILE": "10", "SINK_PARTITION_CONCURRENCY": "1"}, 2*(16*mib+64<<10) + 1000<<10 + 32*mib},
+		{"small objects, small polls", map[string]string{"SINK_MAX_FILE_SIZE": "1MiB", "SINK_BATCH_LENGTH": "100"}, 5*(1*mib+64<<10) + 4*100<<10 + 32*mib},
+		{"large parts dominate streamed objects", map[string]string{"SINK_MAX_FILE_SIZE": "1GiB", "SINK_PART_SIZE": "64MiB"}, 5*(128*mib) + 4*1000<<10 + 32*mib},
+		{"compression keeps a compressed copy", map[string]string{"SINK_COMPRESSION": "zstd"}, 5*((8*mib+64<<10)*3/2) + 4*1000<<10 + 48*mib},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

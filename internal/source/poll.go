@@ -103,7 +103,7 @@ func (c *Conn) StoreOffset(ctx context.Context, t *Topic, p uint32, offset uint6
 		// this member's) into a generic error; a poll of the stored offset,
 		// which exists, tells whether that is what happened.
 		msgs, owned, perr := c.Poll(ctx, t, p, offset, 1, nil)
-		notOwner = perr == nil && (!owned || len(msgs) == 0)
+		notOwner = errors.Is(perr, ErrNotOwner) || perr == nil && (!owned || len(msgs) == 0)
 	}
 	if notOwner {
 		return fmt.Errorf("iggy store offset %d of group %q on %s/%s partition %d: %w: %w", offset, t.Group, t.Stream, t.Topic, p, ErrNotOwner, err)

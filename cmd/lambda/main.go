@@ -86,12 +86,7 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 		defer cancel()
 	}
 	sum, err := s.Run(runCtx)
-	attrs := []any{"objects", sum.Objects, "messages", sum.Messages, "bytes", sum.Bytes, "failed_partitions", sum.Failed, "duration_ms", sum.DurationMS, "partitions", sum.Partitions}
-	if err != nil {
-		h.log.Error("run failed", append(attrs, "error", err.Error())...)
-	} else {
-		h.log.Info("run finished", attrs...)
-	}
+	sum.Log(h.log, err)
 	h.emit(s.Config.Plugin.MetricsNamespace, started, sum, err != nil)
 	if err != nil {
 		return sum, err

@@ -42,7 +42,7 @@ func demoSettings(iggyAddr, s3URL string) map[string]string {
 	}
 }
 
-func demo(ctx context.Context, out io.Writer, logger *slog.Logger) error {
+func demo(ctx context.Context, out io.Writer) error {
 	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return fmt.Errorf("start the built-in Iggy broker: %w", err)
@@ -65,8 +65,7 @@ func demo(ctx context.Context, out io.Writer, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	s, err := sink.New(ctx, cfg, sink.Options{State: state.NewMemory(nil), Logger: quiet})
+	s, err := sink.New(ctx, cfg, sink.Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
 )
@@ -70,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cmd := fs.Arg(0)
 	if cmd == "demo" {
-		if err := demo(ctx, stdout, logger); err != nil {
+		if err := demo(ctx, stdout); err != nil {
 			fmt.Fprintln(stderr, "demo:", err)
 			return 1
 		}
@@ -109,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "once":
-		if err := once(ctx, s, stdout, logger); err != nil {
+		if err := once(ctx, s, logger); err != nil {
 			return 1
 		}
 		return 0
@@ -120,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		every = max(every, time.Second)
 		for {
-			_ = once(ctx, s, stdout, logger)
+			_ = once(ctx, s, logger)
 			select {
 			case <-ctx.Done():
 				logger.Info("stopping on signal; leases released and groups left")
@@ -131,19 +130,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func once(ctx context.Context, s *sink.Sink, stdout io.Writer, logger *slog.Logger) error {
+func once(ctx context.Context, s *sink.Sink, logger *slog.Logger) error {
 	sum, err := s.Run(ctx)
-	logSummary(logger, sum, err)
+	sum.Log(logger, err)
 	return err
-}
-
-func logSummary(logger *slog.Logger, sum *drain.Summary, err error) {
-	attrs := []any{"objects", sum.Objects, "messages", sum.Messages, "bytes", sum.Bytes, "failed_partitions", sum.Failed, "duration_ms", sum.DurationMS, "partitions", sum.Partitions}
-	if err != nil {
-		logger.Error("run failed", append(attrs, "error", err.Error())...)
-		return
-	}
-	logger.Info("run finished", attrs...)
 }
 
 func envOr(k, def string) string {

@@ -1,6 +1,9 @@
 package drain
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Summary is what one run did, per partition. It is the Lambda's result.
 type Summary struct {
@@ -59,4 +62,15 @@ func (p *PartitionSummary) wrote(first, last, messages, bytes uint64) {
 	p.Objects++
 	p.Messages += messages
 	p.Bytes += bytes
+}
+
+// Log writes the run's one summary line: "run finished", or "run failed"
+// with the error.
+func (s *Summary) Log(log *slog.Logger, err error) {
+	attrs := []any{"objects", s.Objects, "messages", s.Messages, "bytes", s.Bytes, "failed_partitions", s.Failed, "duration_ms", s.DurationMS, "partitions", s.Partitions}
+	if err != nil {
+		log.Error("run failed", append(attrs, "error", err.Error())...)
+		return
+	}
+	log.Info("run finished", attrs...)
 }

@@ -51,7 +51,7 @@ func objects(t *testing.T, a *Accumulator, msgs []Message) [][]byte {
 
 func TestRotationBySize(t *testing.T) {
 	msgs := varied(500, 1)
-	for _, format := range []string{"json_lines", "json_array", "raw"} {
+	for _, format := range []Format{"json_lines", "json_array", "raw"} {
 		for _, limit := range []int64{1, 200, 1000, 4096, 1 << 20} {
 			t.Run(fmt.Sprintf("%s/%d", format, limit), func(t *testing.T) {
 				e := mustEncoder(t, appLogs, Options{Format: format, Schema: "json", IncludeMetadata: true})
@@ -88,7 +88,7 @@ func TestRotationBySize(t *testing.T) {
 }
 
 // records counts and checks the records of one object.
-func records(t *testing.T, format string, obj []byte) int {
+func records(t *testing.T, format Format, obj []byte) int {
 	t.Helper()
 	switch format {
 	case "json_array":
@@ -124,7 +124,7 @@ func records(t *testing.T, format string, obj []byte) int {
 
 // firstRecordLen is the size the first record of obj would take as a later
 // record of another object.
-func firstRecordLen(t *testing.T, e *Encoder, format string, obj []byte) int64 {
+func firstRecordLen(t *testing.T, e *Encoder, format Format, obj []byte) int64 {
 	t.Helper()
 	switch format {
 	case "json_array":
@@ -292,7 +292,7 @@ func TestDue(t *testing.T) {
 
 func TestSpillKeepsCountingAndStreamingRerenders(t *testing.T) {
 	msgs := varied(200, 4)
-	for _, format := range []string{"json_lines", "json_array", "raw"} {
+	for _, format := range []Format{"json_lines", "json_array", "raw"} {
 		e := mustEncoder(t, appLogs, Options{Format: format, Schema: "json", IncludeMetadata: true})
 		ref := NewAccumulator(e, Rotation{MaxBytes: 16 << 10}, 1<<30)
 		sp := NewAccumulator(e, Rotation{MaxBytes: 16 << 10}, 4<<10)

@@ -161,7 +161,7 @@ func benchObject(b *testing.B) []byte {
 	return obj
 }
 
-func benchCompress(b *testing.B, compression string) {
+func benchCompress(b *testing.B, compression Compression) {
 	obj := benchObject(b)
 	dst, err := Compress(nil, obj, compression)
 	if err != nil {

@@ -9,16 +9,20 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Object compressions (plugin_config compression).
+// Compression is how a whole object is compressed (plugin_config
+// compression); "" means none.
+type Compression string
+
+// Object compressions.
 const (
-	CompressionNone = "none"
-	CompressionGzip = "gzip"
-	CompressionZstd = "zstd"
+	CompressionNone Compression = "none"
+	CompressionGzip Compression = "gzip"
+	CompressionZstd Compression = "zstd"
 )
 
-// CompressionExt is the object name suffix for compression: "", "gz" or "zst".
-func CompressionExt(compression string) string {
-	switch compression {
+// Ext is the object name suffix for c: "", "gz" or "zst".
+func (c Compression) Ext() string {
+	switch c {
 	case CompressionGzip:
 		return "gz"
 	case CompressionZstd:
@@ -27,10 +31,9 @@ func CompressionExt(compression string) string {
 	return ""
 }
 
-// ContentEncoding is the HTTP Content-Encoding for compression: "", "gzip"
-// or "zstd".
-func ContentEncoding(compression string) string {
-	switch compression {
+// ContentEncoding is the HTTP Content-Encoding for c: "", "gzip" or "zstd".
+func (c Compression) ContentEncoding() string {
+	switch c {
 	case CompressionGzip:
 		return "gzip"
 	case CompressionZstd:
@@ -39,7 +42,16 @@ func ContentEncoding(compression string) string {
 	return ""
 }
 
-func checkCompression(compression string) error {
+// ObjectExt is the extension of objects in format f compressed with c,
+// without the leading dot: "jsonl", "json.zst", ...
+func ObjectExt(f Format, c Compression) string {
+	if z := c.Ext(); z != "" {
+		return f.Ext() + "." + z
+	}
+	return f.Ext()
+}
+
+func checkCompression(compression Compression) error {
 	switch compression {
 	case "", CompressionNone, CompressionGzip, CompressionZstd:
 		return nil
@@ -86,7 +98,7 @@ var zstdStreams = sync.Pool{New: func() any {
 
 // Compress appends src compressed with compression ("none", "gzip" or
 // "zstd") to dst; encoders are pooled, so repeated calls are cheap.
-func Compress(dst, src []byte, compression string) ([]byte, error) {
+func Compress(dst, src []byte, compression Compression) ([]byte, error) {
 	switch compression {
 	case "", CompressionNone:
 		return append(dst, src...), nil
@@ -116,7 +128,7 @@ func Compress(dst, src []byte, compression string) ([]byte, error) {
 }
 
 // newCompressor wraps w for streaming; release returns pooled state.
-func newCompressor(w io.Writer, compression string) (io.WriteCloser, func(), error) {
+func newCompressor(w io.Writer, compression Compression) (io.WriteCloser, func(), error) {
 	switch compression {
 	case CompressionGzip:
 		s := gzipPool.Get().(*gzipSink)

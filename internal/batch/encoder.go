@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 type formatKind uint8
@@ -38,7 +40,7 @@ type Encoder struct {
 	// `","stream":"…","topic":"…","partition_id":N`.
 	metaTail []byte
 
-	sc scanner
+	sc jsonscan.Scanner
 	hs headerSet
 
 	// The last header bytes seen and their rendering (see renderHeaders).
@@ -71,7 +73,7 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 	}
 	if mt, ok := o.Transformer.(MemberTransformer); ok {
 		e.members = mt
-		e.sc.record = true
+		e.sc.Record = true
 	}
 	switch o.Format {
 	case FormatJSONLines:
@@ -101,23 +103,12 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 		return nil, fmt.Errorf("batch: unknown invalid_payload %q (accepted: base64, fail)", o.InvalidPayload)
 	}
 	t := []byte(`","stream":`)
-	t = AppendJSONString(t, []byte(p.Stream))
+	t = jsonscan.AppendString(t, []byte(p.Stream))
 	t = append(t, `,"topic":`...)
-	t = AppendJSONString(t, []byte(p.Topic))
+	t = jsonscan.AppendString(t, []byte(p.Topic))
 	t = append(t, `,"partition_id":`...)
 	e.metaTail = strconv.AppendUint(t, uint64(p.ID), 10)
 	return e, nil
-}
-
-// Extension is the object name extension without a compression suffix.
-func (e *Encoder) Extension() string {
-	switch e.format {
-	case fmtLines:
-		return "jsonl"
-	case fmtArray:
-		return "json"
-	}
-	return "bin"
 }
 
 // AppendHeader appends the bytes that open an object.
@@ -231,14 +222,14 @@ func (e *Encoder) appendTimestamp(dst []byte, micros uint64) []byte {
 func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 	switch e.schema {
 	case schText:
-		return AppendJSONString(dst, m.Payload), nil
+		return jsonscan.AppendString(dst, m.Payload), nil
 	case schJSON:
 		return e.appendSchemaJSON(dst, m)
 	}
 	start := len(dst)
-	out, ok, _ := e.sc.appendCompact(dst, m.Payload)
+	out, ok, _ := e.sc.AppendCompact(dst, m.Payload)
 	if !ok {
-		return appendBase64(dst, m.Payload), nil
+		return jsonscan.AppendBase64(dst, m.Payload), nil
 	}
 	if e.transformer != nil && out[start] == '{' {
 		return e.transform(out, start, out[start:], m)
@@ -250,7 +241,7 @@ func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 // compacted, or the invalid-payload policy.
 func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 	start := len(dst)
-	out, ok, at := e.sc.appendCompact(dst, m.Payload)
+	out, ok, at := e.sc.AppendCompact(dst, m.Payload)
 	if !ok {
 		if e.failInvalid {
 			return dst, &InvalidPayloadError{
@@ -259,7 +250,7 @@ func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 			}
 		}
 		e.invalid++
-		return appendBase64(dst, m.Payload), nil
+		return jsonscan.AppendBase64(dst, m.Payload), nil
 	}
 	if e.transformer != nil {
 		return e.transform(out, start, out[start:], m)
@@ -278,7 +269,7 @@ func (e *Encoder) appendRawPayload(dst []byte, m *Message) ([]byte, error) {
 	case schBinary:
 		if e.transformer != nil && len(m.Payload) > 0 {
 			var ok bool
-			e.cbuf, ok, _ = e.sc.appendCompact(e.cbuf[:0], m.Payload)
+			e.cbuf, ok, _ = e.sc.AppendCompact(e.cbuf[:0], m.Payload)
 			if ok && e.cbuf[0] == '{' {
 				return e.transform(dst, len(dst), e.cbuf, m)
 			}
@@ -294,9 +285,9 @@ func (e *Encoder) appendRawPayload(dst []byte, m *Message) ([]byte, error) {
 // non-JSON start or end byte is still refused, as a cheap guard.
 func (e *Encoder) transform(dst []byte, start int, payload []byte, m *Message) ([]byte, error) {
 	var err error
-	if e.members != nil && len(e.sc.members) > 0 {
+	if e.members != nil && len(e.sc.Members) > 0 {
 		// The scan that validated the payload also split it into members.
-		e.tbuf, err = e.members.TransformMembers(e.tbuf[:0], payload, e.sc.members, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
+		e.tbuf, err = e.members.TransformMembers(e.tbuf[:0], payload, e.sc.Members, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
 	} else {
 		e.tbuf, err = e.transformer.Transform(e.tbuf[:0], payload, e.part.Stream, e.part.Topic, e.part.ID, m.Offset, m.Timestamp)
 	}

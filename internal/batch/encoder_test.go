@@ -253,8 +253,8 @@ func TestPayloadPerSchema(t *testing.T) {
 
 func TestInvalidPayloadFail(t *testing.T) {
 	p := Partition{Stream: "s1", Topic: "t1", ID: 3}
-	for _, format := range []string{"json_lines", "json_array", "raw"} {
-		t.Run(format, func(t *testing.T) {
+	for _, format := range []Format{"json_lines", "json_array", "raw"} {
+		t.Run(string(format), func(t *testing.T) {
 			e := mustEncoder(t, p, Options{Format: format, Schema: "json", InvalidPayload: "fail"})
 			dst := []byte("keep")
 			got, err := e.AppendRecord(dst, &Message{Offset: 77, Payload: []byte("not json")}, false)
@@ -383,7 +383,8 @@ func TestNewEncoderRejectsUnknownOptions(t *testing.T) {
 
 func TestExtensionAndFraming(t *testing.T) {
 	tests := []struct {
-		format, ext, object string
+		format      Format
+		ext, object string
 	}{
 		{"json_lines", "jsonl", "{\"payload\":{\"a\":1}}\n{\"payload\":{\"b\":2}}\n"},
 		{"json_array", "json", `[{"payload":{"a":1}},{"payload":{"b":2}}]`},
@@ -391,8 +392,8 @@ func TestExtensionAndFraming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		e := mustEncoder(t, appLogs, Options{Format: tt.format, Schema: "json"})
-		if e.Extension() != tt.ext {
-			t.Errorf("%s: Extension() = %q, want %q", tt.format, e.Extension(), tt.ext)
+		if tt.format.Ext() != tt.ext {
+			t.Errorf("%s: Ext() = %q, want %q", tt.format, tt.format.Ext(), tt.ext)
 		}
 		got := renderObject(t, e, []Message{{Payload: []byte(`{"a":1}`)}, {Payload: []byte(`{"b":2}`)}})
 		if string(got) != tt.object {
@@ -424,8 +425,10 @@ func (f failingTransformer) Transform(dst, _ []byte, _, _ string, _ uint32, _, _
 
 func TestTransformer(t *testing.T) {
 	tests := []struct {
-		name, format, schema, payload, want string
-		calls                               int
+		name                  string
+		format                Format
+		schema, payload, want string
+		calls                 int
 	}{
 		{"json object", "json_lines", "json", `{"a": 1}`, `{"payload":{"t":{"a":1},"off":5}}` + "\n", 1},
 		{"json array", "json_lines", "json", `[1]`, `{"payload":{"t":[1],"off":5}}` + "\n", 1},

@@ -35,33 +35,6 @@ func collapseFFFD(s string) string {
 	return s
 }
 
-func FuzzCompact(f *testing.F) {
-	for _, c := range compactCases {
-		f.Add([]byte(c))
-	}
-	f.Add(benchLines(1024)[0])
-	var sc scanner
-	f.Fuzz(func(t *testing.T, src []byte) {
-		got, ok, _ := sc.appendCompact(nil, src)
-		if want := isJSON(src); ok != want {
-			t.Fatalf("valid = %v, json.Valid && utf8.Valid = %v for %q", ok, want, src)
-		}
-		if !ok {
-			if len(got) != 0 {
-				t.Fatalf("invalid input produced output %q", got)
-			}
-			return
-		}
-		var want bytes.Buffer
-		if err := json.Compact(&want, src); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("compacted %q to %q, json.Compact gives %q", src, got, want.Bytes())
-		}
-	})
-}
-
 func FuzzRecord(f *testing.F) {
 	f.Add([]byte(`{"method":"GET","status":200}`), wireHeaders(strHdr("content-type", "application/json")), "s", uint64(1))
 	f.Add([]byte("hello"), []byte{}, "a\"b", uint64(0))

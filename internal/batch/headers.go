@@ -10,6 +10,8 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // Iggy user-header kinds (iggy-0.8-protocol.md §3).
@@ -72,7 +74,7 @@ func (h *headerSet) parse(raw []byte) error {
 		}
 		start := len(h.keys)
 		if keyKind == kindString {
-			h.keys = appendLossy(h.keys, key)
+			h.keys = jsonscan.AppendLossy(h.keys, key)
 		} else {
 			h.keys = appendValueText(h.keys, keyKind, key)
 		}
@@ -123,7 +125,7 @@ func (h *headerSet) appendObject(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		wrote = true
-		dst = AppendJSONString(dst, keys[e.keyStart:e.keyEnd])
+		dst = jsonscan.AppendString(dst, keys[e.keyStart:e.keyEnd])
 		dst = append(dst, ':')
 		dst = appendValueJSON(dst, e.kind, e.value)
 	}
@@ -141,9 +143,9 @@ func (h *headerSet) cmp(a, b header) int {
 func appendValueJSON(dst []byte, kind byte, v []byte) []byte {
 	switch kind {
 	case kindString:
-		return AppendJSONString(dst, v)
+		return jsonscan.AppendString(dst, v)
 	case kindRaw:
-		return appendBase64(dst, v)
+		return jsonscan.AppendBase64(dst, v)
 	case kindInt128, kindUint128:
 		dst = append(dst, '"')
 		dst = appendValueText(dst, kind, v)
@@ -167,7 +169,7 @@ func appendValueText(dst []byte, kind byte, v []byte) []byte {
 	case kindRaw:
 		return base64.StdEncoding.AppendEncode(dst, v)
 	case kindString:
-		return appendLossy(dst, v)
+		return jsonscan.AppendLossy(dst, v)
 	case kindBool:
 		return strconv.AppendBool(dst, v[0] != 0)
 	case kindInt8:

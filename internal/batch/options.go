@@ -3,14 +3,30 @@ package batch
 import (
 	"errors"
 	"fmt"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
-// Output formats (plugin_config output_format).
+// Format is an object's output format (plugin_config output_format).
+type Format string
+
+// Output formats.
 const (
-	FormatJSONLines = "json_lines"
-	FormatJSONArray = "json_array"
-	FormatRaw       = "raw"
+	FormatJSONLines Format = "json_lines"
+	FormatJSONArray Format = "json_array"
+	FormatRaw       Format = "raw"
 )
+
+// Ext is the object name extension of f without a compression suffix.
+func (f Format) Ext() string {
+	switch f {
+	case FormatJSONLines:
+		return "jsonl"
+	case FormatJSONArray:
+		return "json"
+	}
+	return "bin"
+}
 
 // Stream schemas ([[streams]] schema).
 const (
@@ -30,7 +46,7 @@ const (
 
 // Options selects how records are rendered.
 type Options struct {
-	Format          string // "json_lines" | "json_array" | "raw"
+	Format          Format
 	Schema          string // "json" | "text" | "raw" | "proto" | "flatbuffer" | "avro"
 	IncludeMetadata bool
 	IncludeHeaders  bool
@@ -57,7 +73,7 @@ type Transformer interface {
 // scan, and so need not scan it again. members is only valid during the call.
 type MemberTransformer interface {
 	Transformer
-	TransformMembers(dst, payload []byte, members []Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
+	TransformMembers(dst, payload []byte, members []jsonscan.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error)
 }
 
 // ErrInvalidJSON is wrapped by InvalidPayloadError when a payload under
@@ -95,9 +111,9 @@ func (e *TransformError) Error() string {
 
 func (e *TransformError) Unwrap() error { return e.Err }
 
-// ContentType is the HTTP Content-Type of an object in format.
-func ContentType(format string) string {
-	switch format {
+// ContentType is the HTTP Content-Type of an object in format f.
+func (f Format) ContentType() string {
+	switch f {
 	case FormatJSONLines:
 		return "application/x-ndjson"
 	case FormatJSONArray:

@@ -30,7 +30,7 @@ type ObjectWriter struct {
 
 // NewObjectWriter returns a writer of one object into w; compression is
 // "none" (or ""), "gzip" or "zstd".
-func NewObjectWriter(w io.Writer, e *Encoder, compression string) (*ObjectWriter, error) {
+func NewObjectWriter(w io.Writer, e *Encoder, compression Compression) (*ObjectWriter, error) {
 	o := &ObjectWriter{enc: e, w: w}
 	if compression != "" && compression != CompressionNone {
 		zw, release, err := newCompressor(w, compression)

@@ -11,7 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-func decompress(t *testing.T, compression string, b []byte) []byte {
+func decompress(t *testing.T, compression Compression, b []byte) []byte {
 	t.Helper()
 	var r io.Reader
 	switch compression {
@@ -40,10 +40,10 @@ func decompress(t *testing.T, compression string, b []byte) []byte {
 
 func TestObjectWriterMatchesAccumulator(t *testing.T) {
 	msgs := varied(3000, 5) // ~450 KB: several internal flushes
-	for _, format := range []string{"json_lines", "json_array", "raw"} {
+	for _, format := range []Format{"json_lines", "json_array", "raw"} {
 		e := mustEncoder(t, appLogs, Options{Format: format, Schema: "json", IncludeMetadata: true})
 		want := renderObject(t, e, msgs)
-		for _, comp := range []string{"none", "", "gzip", "zstd"} {
+		for _, comp := range []Compression{"none", "", "gzip", "zstd"} {
 			var buf bytes.Buffer
 			w, err := NewObjectWriter(&buf, e, comp)
 			if err != nil {
@@ -92,7 +92,7 @@ func TestObjectWriterErrors(t *testing.T) {
 		t.Errorf("unknown compression: err = %v", err)
 	}
 	boom := errors.New("pipe closed")
-	for _, comp := range []string{"none", "gzip", "zstd"} {
+	for _, comp := range []Compression{"none", "gzip", "zstd"} {
 		w, err := NewObjectWriter(failWriter{boom}, e, comp)
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +122,7 @@ func TestObjectWriterErrors(t *testing.T) {
 func TestCompressRoundTrip(t *testing.T) {
 	e := mustEncoder(t, appLogs, Options{Format: "json_lines", Schema: "json", IncludeMetadata: true})
 	obj := renderObject(t, e, varied(500, 6))
-	for _, comp := range []string{"none", "", "gzip", "zstd"} {
+	for _, comp := range []Compression{"none", "", "gzip", "zstd"} {
 		prefix := []byte("keep:")
 		out, err := Compress(prefix, obj, comp)
 		if err != nil {
@@ -149,7 +149,7 @@ func TestCompressConcurrent(t *testing.T) {
 	done := make(chan error)
 	for g := range 4 {
 		go func() {
-			comp := []string{"gzip", "zstd"}[g%2]
+			comp := []Compression{"gzip", "zstd"}[g%2]
 			for range 5 {
 				out, err := Compress(nil, src, comp)
 				if err != nil {
@@ -157,7 +157,7 @@ func TestCompressConcurrent(t *testing.T) {
 					return
 				}
 				if got := decompressNoT(comp, out); !bytes.Equal(got, src) {
-					done <- errors.New(comp + ": concurrent round trip differs")
+					done <- errors.New(string(comp) + ": concurrent round trip differs")
 					return
 				}
 			}
@@ -171,7 +171,7 @@ func TestCompressConcurrent(t *testing.T) {
 	}
 }
 
-func decompressNoT(comp string, b []byte) []byte {
+func decompressNoT(comp Compression, b []byte) []byte {
 	if comp == "gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
@@ -190,17 +190,20 @@ func decompressNoT(comp string, b []byte) []byte {
 }
 
 func TestNamesForCompressionAndFormat(t *testing.T) {
-	tests := []struct{ comp, ext, enc string }{
+	tests := []struct {
+		comp     Compression
+		ext, enc string
+	}{
 		{"none", "", ""}, {"gzip", "gz", "gzip"}, {"zstd", "zst", "zstd"},
 	}
 	for _, tt := range tests {
-		if CompressionExt(tt.comp) != tt.ext || ContentEncoding(tt.comp) != tt.enc {
-			t.Errorf("%s: ext %q enc %q, want %q %q", tt.comp, CompressionExt(tt.comp), ContentEncoding(tt.comp), tt.ext, tt.enc)
+		if tt.comp.Ext() != tt.ext || tt.comp.ContentEncoding() != tt.enc {
+			t.Errorf("%s: ext %q enc %q, want %q %q", tt.comp, tt.comp.Ext(), tt.comp.ContentEncoding(), tt.ext, tt.enc)
 		}
 	}
-	types := map[string]string{"json_lines": "application/x-ndjson", "json_array": "application/json", "raw": "application/octet-stream"}
+	types := map[Format]string{"json_lines": "application/x-ndjson", "json_array": "application/json", "raw": "application/octet-stream"}
 	for format, want := range types {
-		if got := ContentType(format); got != want {
+		if got := format.ContentType(); got != want {
 			t.Errorf("ContentType(%s) = %s, want %s", format, got, want)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // fuzzConfigs exercise every step kind, so the fuzzer reaches each code path.
@@ -118,7 +120,7 @@ func FuzzScanObject(f *testing.F) {
 			if err := json.Unmarshal(m.key, &want); err != nil {
 				t.Fatalf("key %s: %v", m.key, err)
 			}
-			if got := string(appendUnquote(nil, m.key)); got != want {
+			if got := string(jsonscan.AppendUnquote(nil, m.key)); got != want {
 				t.Fatalf("key %s unescaped to %q, encoding/json says %q", m.key, got, want)
 			}
 			if _, ok := obj[want]; !ok {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 type keyKind uint8
@@ -397,9 +399,9 @@ func isRangeErr(err error) bool { return errors.Is(err, strconv.ErrRange) }
 // stringText returns the text of a JSON string literal, unescaping into
 // scratch only when the literal has escapes.
 func stringText(lit []byte, scratch *[]byte) []byte {
-	if !needsUnquote(lit) {
+	if !jsonscan.NeedsUnquote(lit) {
 		return lit[1 : len(lit)-1]
 	}
-	*scratch = appendUnquote((*scratch)[:0], lit)
+	*scratch = jsonscan.AppendUnquote((*scratch)[:0], lit)
 	return *scratch
 }

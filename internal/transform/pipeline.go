@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // Pipeline applies the enabled transforms of a config in file order.
@@ -52,7 +52,7 @@ func (p *Pipeline) Transform(dst, payload []byte, stream, topic string, partitio
 	if p.Len() == 0 {
 		return append(dst, payload...), nil
 	}
-	if i := skipWS(payload, 0); i >= len(payload) || payload[i] != '{' {
+	if i := jsonscan.SkipSpace(payload, 0); i >= len(payload) || payload[i] != '{' {
 		return append(dst, payload...), nil
 	}
 	return p.run(dst, payload, nil, stream, topic, partition, offset, timestampMicros)
@@ -61,7 +61,7 @@ func (p *Pipeline) Transform(dst, payload []byte, stream, topic string, partitio
 // TransformMembers implements batch.MemberTransformer: payload is a compact
 // JSON object whose top-level members the encoder's scan already located,
 // so it is not scanned again.
-func (p *Pipeline) TransformMembers(dst, payload []byte, members []batch.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
+func (p *Pipeline) TransformMembers(dst, payload []byte, members []jsonscan.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
 	if p.Len() == 0 {
 		return append(dst, payload...), nil
 	}
@@ -70,7 +70,7 @@ func (p *Pipeline) TransformMembers(dst, payload []byte, members []batch.Member,
 
 // run applies the steps to one object, splitting it itself unless the
 // members are given.
-func (p *Pipeline) run(dst, payload []byte, members []batch.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
+func (p *Pipeline) run(dst, payload []byte, members []jsonscan.Member, stream, topic string, partition uint32, offset, timestampMicros uint64) ([]byte, error) {
 	st := p.pool.Get().(*state)
 	defer func() {
 		st.reset() // drop references to this payload before pooling
@@ -79,7 +79,7 @@ func (p *Pipeline) run(dst, payload []byte, members []batch.Member, stream, topi
 	if members != nil {
 		for _, bm := range members {
 			key := payload[bm.KeyStart:bm.KeyEnd]
-			st.members = append(st.members, member{key: key, val: payload[bm.ValStart:bm.ValEnd], plain: !needsUnquote(key)})
+			st.members = append(st.members, member{key: key, val: payload[bm.ValStart:bm.ValEnd], plain: !jsonscan.NeedsUnquote(key)})
 		}
 	} else {
 		var err error
@@ -156,10 +156,10 @@ func (st *state) render(dst []byte, m *msgMeta) []byte {
 
 // keyText is the member's key with escapes resolved.
 func (st *state) keyText(raw []byte) []byte {
-	if !needsUnquote(raw) {
+	if !jsonscan.NeedsUnquote(raw) {
 		return raw[1 : len(raw)-1]
 	}
-	st.keyBuf = appendUnquote(st.keyBuf[:0], raw)
+	st.keyBuf = jsonscan.AppendUnquote(st.keyBuf[:0], raw)
 	return st.keyBuf
 }
 
@@ -181,7 +181,7 @@ type keyName struct {
 
 func newKeyName(s string) keyName {
 	q := appendQuote(nil, s)
-	return keyName{name: s, quoted: q, plain: !needsUnquote(q)}
+	return keyName{name: s, quoted: q, plain: !jsonscan.NeedsUnquote(q)}
 }
 
 // is reports whether the member mb is named k.

@@ -1,4 +1,4 @@
-package batch
+package jsonscan
 
 import (
 	"encoding/base64"
@@ -9,18 +9,18 @@ const hexDigits = "0123456789abcdef"
 // replacementChar is U+FFFD in UTF-8, written for each ill-formed sequence.
 const replacementChar = "\uFFFD"
 
-// AppendJSONString appends s as a JSON string escaped the way serde_json
+// AppendString appends s as a JSON string escaped the way serde_json
 // does it: '"' and '\\' escaped, \b \f \n \r \t for those controls, \u00xx
 // (lowercase hex) for the other controls, and nothing else escaped ('/',
 // '<', '>', '&', DEL and non-ASCII pass through). Ill-formed UTF-8 is replaced
 // by U+FFFD per maximal ill-formed subpart, like Rust's String::from_utf8_lossy.
-func AppendJSONString(dst []byte, s []byte) []byte {
+func AppendString(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
 	dst = appendEscaped(dst, s)
 	return append(dst, '"')
 }
 
-// appendEscaped is AppendJSONString without the quotes.
+// appendEscaped is AppendString without the quotes.
 func appendEscaped(dst []byte, s []byte) []byte {
 	run := 0
 	i := 0
@@ -68,10 +68,10 @@ func appendEscaped(dst []byte, s []byte) []byte {
 	return append(dst, s[run:]...)
 }
 
-// appendLossy appends s with ill-formed UTF-8 replaced like appendEscaped
+// AppendLossy appends s with ill-formed UTF-8 replaced like appendEscaped
 // does, but without JSON escaping (for header keys that are sorted by their
 // text before they are escaped).
-func appendLossy(dst []byte, s []byte) []byte {
+func AppendLossy(dst []byte, s []byte) []byte {
 	run := 0
 	i := 0
 	for i < len(s) {
@@ -125,9 +125,9 @@ func utf8Seq(s []byte) (int, bool) {
 	return need + 1, true
 }
 
-// appendBase64 appends src as a JSON string holding its standard, padded
+// AppendBase64 appends src as a JSON string holding its standard, padded
 // base64 encoding.
-func appendBase64(dst, src []byte) []byte {
+func AppendBase64(dst, src []byte) []byte {
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, src)
 	return append(dst, '"')

@@ -1,4 +1,4 @@
-package batch
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -31,15 +31,15 @@ var isHex = func() (t [256]bool) {
 	return t
 }()
 
-// scanner validates and compacts JSON text. Its depth stack lives inside the
-// struct so that a reused scanner never allocates.
-type scanner struct {
+// Scanner validates and compacts JSON text. Its depth stack lives inside the
+// struct so that a reused Scanner never allocates.
+type Scanner struct {
 	// stack holds one bit per open container: 1 = object, 0 = array.
 	stack [maxDepth/64 + 1]uint64
-	// record asks appendCompact to note the members of a top-level object
-	// in members (offsets into the compacted output), for a transformer.
-	record  bool
-	members []Member
+	// Record asks AppendCompact to note the members of a top-level object
+	// in Members (offsets into the compacted output), for a transformer.
+	Record  bool
+	Members []Member
 }
 
 // Member locates one member of a top-level JSON object in the compacted
@@ -47,14 +47,14 @@ type scanner struct {
 // payload[KeyStart:KeyEnd] and its value payload[ValStart:ValEnd].
 type Member struct{ KeyStart, KeyEnd, ValStart, ValEnd int }
 
-// appendCompact validates src as exactly one JSON value (RFC 8259, which
+// AppendCompact validates src as exactly one JSON value (RFC 8259, which
 // also means UTF-8 text and, like encoding/json, at most 10000 levels of
 // nesting) and appends it to dst without insignificant whitespace; strings
 // and number texts are copied unchanged. When src has no whitespace outside
 // strings the whole value goes out in a single append.
 // On invalid input it returns dst unchanged, false, and the byte offset where
 // the input stopped being JSON.
-func (sc *scanner) appendCompact(dst, src []byte) ([]byte, bool, int) {
+func (sc *Scanner) AppendCompact(dst, src []byte) ([]byte, bool, int) {
 	orig := len(dst)
 	n := len(src)
 	i := 0
@@ -66,7 +66,7 @@ func (sc *scanner) appendCompact(dst, src []byte) ([]byte, bool, int) {
 	top := false
 	var m Member
 	pos := func(i int) int { return len(dst) - orig + i - run }
-	sc.members = sc.members[:0]
+	sc.Members = sc.Members[:0]
 
 	// Whitespace is rare in producer output, so the check costs one compare
 	// per token in the common case.
@@ -103,7 +103,7 @@ value:
 		if depth == maxDepth {
 			goto fail
 		}
-		if depth == 0 && sc.record {
+		if depth == 0 && sc.Record {
 			top = true
 		}
 		sc.stack[depth>>6] |= 1 << (depth & 63)
@@ -168,7 +168,7 @@ value:
 afterValue:
 	if top && depth == 1 {
 		m.ValEnd = pos(i)
-		sc.members = append(sc.members, m)
+		sc.Members = append(sc.Members, m)
 	}
 	if i < n && src[i] <= ' ' {
 		if j := skipSpace(src, i); j != i {

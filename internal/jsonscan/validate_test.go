@@ -1,0 +1,139 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// compactCases are checked against encoding/json; the UTF-8 cases mark where
+// we are stricter than json.Valid (RFC 8259 §8.1 requires UTF-8).
+var compactCases = []string{
+	`{}`, `[]`, `0`, `-0`, `1.5e+10`, `-12.0E-3`, `true`, `false`, `null`, `""`,
+	` { "a" : [ 1 , { "b" : "c d" } , [ ] ] , "e" : { } } `,
+	"\t\r\n[\n1,\n2\n]\n",
+	`"\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t"`,
+	`"é 😀 中文"`,
+	`{"a":"}","b":"]","c":"\"{"}`,
+	`"` + strings.Repeat("abcdefgh", 9) + `\n` + strings.Repeat("z", 17) + `"`,
+	// invalid
+	``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[1 2]`, `01`, `1.`, `.5`, `1e`, `1e+`, `-`, `+1`,
+	`tru`, `nul`, `falsey`, `"abc`, `"\x"`, `"\u12g4"`, `"\u123"`, "\"a\x01b\"", "\"tab\there\"", `NaN`, `Infinity`,
+	`{"a":1}}`, `[1]]`, `{"a":1} {"b":2}`, `"` + strings.Repeat("x", 40) + `\`, `[` + "\x00" + `]`,
+	"\"\xff\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\xef\xbb\xbf{}", // invalid UTF-8, and a BOM
+}
+
+func TestCompactAgreesWithEncodingJSON(t *testing.T) {
+	var sc Scanner
+	for _, in := range compactCases {
+		src := []byte(in)
+		got, ok, at := sc.AppendCompact([]byte("prefix"), src)
+		wantOK := json.Valid(src) && utf8.Valid(src)
+		if ok != wantOK {
+			t.Errorf("%q: valid = %v, want %v", in, ok, wantOK)
+			continue
+		}
+		if !ok {
+			if string(got) != "prefix" {
+				t.Errorf("%q: dst changed on invalid input: %q", in, got)
+			}
+			if at < 0 || at > len(src) {
+				t.Errorf("%q: fault offset %d outside input", in, at)
+			}
+			continue
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, src); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "prefix"+want.String() {
+			t.Errorf("%q: compacted to %q, want %q", in, got[6:], want.String())
+		}
+	}
+}
+
+func TestCompactDepthLimit(t *testing.T) {
+	var sc Scanner
+	for _, depth := range []int{1, 64, 65, 9999, 10000, 10001} {
+		for _, open := range []string{"[", `{"k":`} {
+			closer := "]"
+			if open != "[" {
+				closer = "}"
+			}
+			src := []byte(strings.Repeat(open, depth) + "1" + strings.Repeat(closer, depth))
+			_, ok, _ := sc.AppendCompact(nil, src)
+			if want := json.Valid(src); ok != want {
+				t.Errorf("depth %d of %q: valid = %v, json.Valid = %v", depth, open, ok, want)
+			}
+		}
+	}
+	// Mixed nesting exercises the object/array stack across 64-bit words.
+	var b strings.Builder
+	for i := range 200 {
+		if i%3 == 0 {
+			b.WriteString(`{"k":`)
+		} else {
+			b.WriteString("[")
+		}
+	}
+	b.WriteString("0")
+	for i := 199; i >= 0; i-- {
+		if i%3 == 0 {
+			b.WriteString("}")
+		} else {
+			b.WriteString("]")
+		}
+	}
+	if _, ok, _ := sc.AppendCompact(nil, []byte(b.String())); !ok {
+		t.Error("mixed nesting of depth 200 rejected")
+	}
+	bad := strings.Replace(b.String(), "]}", "}}", 1)
+	if _, ok, _ := sc.AppendCompact(nil, []byte(bad)); ok {
+		t.Error("mismatched closer accepted")
+	}
+}
+
+func TestCompactSingleAppendWhenAlreadyCompact(t *testing.T) {
+	var sc Scanner
+	src := []byte(`{"a":[1,2,{"b":"x y"}]}`)
+	dst := make([]byte, 0, 64)
+	got, ok, _ := sc.AppendCompact(dst, src)
+	if !ok || string(got) != string(src) {
+		t.Fatalf("got %q, %v", got, ok)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { sc.AppendCompact(dst, src) }); allocs != 0 {
+		t.Errorf("AppendCompact allocates %.0f times per call into a roomy dst", allocs)
+	}
+}
+
+func TestLossyUTF8MatchesFromUTF8Lossy(t *testing.T) {
+	const r = "\uFFFD"
+	// Expected outputs follow the Unicode "maximal subpart" practice that
+	// Rust's String::from_utf8_lossy implements.
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"é中😀", "é中😀"},
+		{"a\xffb", "a" + r + "b"},
+		{"\xe2\x82", r},             // truncated 3-byte sequence: one replacement
+		{"\xe2\x82x", r + "x"},      // truncated, then ASCII
+		{"\xf0\x80\x80", r + r + r}, // overlong lead: each byte alone
+		{"\xed\xa0\x80", r + r + r}, // surrogate: each byte alone
+		{"\xf4\x90\x80\x80", r + r + r + r},
+		{"\xf0\x9f\x98", r}, // truncated 4-byte sequence
+		{"\xc0\xaf", r + r},
+		{"\x80\x80", r + r},
+	}
+	for _, tt := range tests {
+		if got := string(AppendLossy(nil, []byte(tt.in))); got != tt.want {
+			t.Errorf("AppendLossy(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		// The JSON string form applies the same replacement.
+		got := AppendString(nil, []byte(tt.in))
+		var s string
+		if err := json.Unmarshal(got, &s); err != nil || s != tt.want || !utf8.Valid(got) {
+			t.Errorf("AppendString(%q) = %q (%v), want a valid JSON string of %q", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
-// Lister lists object keys under a prefix (*upload.Uploader).
+// Lister lists object keys under a prefix (*s3store.Uploader).
 type Lister interface {
 	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
 }
@@ -56,10 +55,10 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Overlaps) == 0 && len(r.Gaps) == 0 }
 
 // Check lists every partition's objects and checks them.
-func Check(ctx context.Context, l Lister, prefix string, tpl *keys.Template, parts []Partition) ([]Report, error) {
+func Check(ctx context.Context, l Lister, names *keys.Namer, parts []Partition) ([]Report, error) {
 	reports := make([]Report, 0, len(parts))
 	for _, p := range parts {
-		lp := keys.ListPrefix(prefix, tpl, p.Stream, p.Topic, p.Partition)
+		lp := names.Partition(p.Stream, p.Topic, p.Partition).ListPrefix()
 		var ranges []Range
 		err := l.List(ctx, lp, func(key string, size int64) error {
 			if r, ok := parseRange(key, p.Partition); ok {
@@ -76,16 +75,14 @@ func Check(ctx context.Context, l Lister, prefix string, tpl *keys.Template, par
 	return reports, nil
 }
 
-// parseRange reads a key's file name; gap markers are named like objects
-// with a leading '_' and the extension "gap".
+// parseRange reads a key's file name: one of partition's data objects or
+// gap markers, or something else under the same prefix.
 func parseRange(key string, partition uint32) (Range, bool) {
-	name := key[strings.LastIndexByte(key, '/')+1:]
-	gap := strings.HasPrefix(name, "_")
-	part, first, last, ext, ok := keys.ParseObjectName(strings.TrimPrefix(name, "_"))
-	if !ok || part != partition || gap != (ext == "gap") {
+	n, ok := keys.ParseName(key)
+	if !ok || n.Partition != partition {
 		return Range{}, false
 	}
-	return Range{First: first, Last: last, Key: key, Gap: gap}, true
+	return Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap}, true
 }
 
 // Verify checks one partition's ranges (in any order).

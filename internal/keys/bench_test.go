@@ -8,10 +8,11 @@ import (
 // BenchmarkAppendObjectKey is compared against fmt.Sprintf building the same key.
 func BenchmarkAppendObjectKey(b *testing.B) {
 	tpl := mustParse(b, "{stream}/{topic}/{date}/{hour}")
+	pn := NewNamer("iggy/raw", tpl, "jsonl").Partition("app_logs", "api_requests", 1)
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = AppendObjectKey(buf[:0], "iggy/raw", tpl, "app_logs", "api_requests", 1, 0, 99, upstreamTS, "jsonl")
+		buf = pn.AppendObject(buf[:0], 0, 99, upstreamTS)
 	}
 }
 

@@ -17,12 +17,12 @@ func FuzzParseTemplate(f *testing.F) {
 		if tpl.String() != s {
 			t.Fatalf("String() = %q, want %q", tpl.String(), s)
 		}
-		key := ObjectKey("p", tpl, "s t", "t/u", 3, 4, 5, upstreamTS, "jsonl")
+		key := NewNamer("p", tpl, "jsonl").Partition("s t", "t/u", 3).Object(4, 5, upstreamTS)
 		p, first, last, ext, ok := ParseObjectName(key)
 		if !ok || p != 3 || first != 4 || last != 5 || ext != "jsonl" {
 			t.Fatalf("ParseObjectName(%q) = %d %d %d %q %v", key, p, first, last, ext, ok)
 		}
-		if lp := ListPrefix("p", tpl, "s t", "t/u", 3); !strings.HasPrefix(key, lp) {
+		if lp := NewNamer("p", tpl, "jsonl").Partition("s t", "t/u", 3).ListPrefix(); !strings.HasPrefix(key, lp) {
 			t.Fatalf("key %q not under ListPrefix %q", key, lp)
 		}
 	})
@@ -45,7 +45,7 @@ func FuzzParseObjectName(f *testing.F) {
 			return
 		}
 		tpl := mustParse(t, "{stream}/{date}")
-		key := ObjectKey("x", tpl, "s", "t", partition, first, last, upstreamTS, ext)
+		key := NewNamer("x", tpl, ext).Partition("s", "t", partition).Object(first, last, upstreamTS)
 		p, f1, l1, e1, ok := ParseObjectName(key)
 		if !ok || p != partition || f1 != first || l1 != last || e1 != ext {
 			t.Fatalf("ParseObjectName(%q) = %d %d %d %q %v; want %d %d %d %q", key, p, f1, l1, e1, ok, partition, first, last, ext)

@@ -8,47 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// ObjectKey renders [prefix/]<template>/<partition:05>-<first:020>-<last:020>.<ext>.
-// tsMicros is the server timestamp of the object's first message; ext has no
-// leading dot ("jsonl", "jsonl.gz").
-func ObjectKey(prefix string, t *Template, stream, topic string, partition uint32, first, last, tsMicros uint64, ext string) string {
-	buf := make([]byte, 0, len(prefix)+len(t.src)+len(stream)+len(topic)+64+len(ext))
-	return string(AppendObjectKey(buf, prefix, t, stream, topic, partition, first, last, tsMicros, ext))
-}
-
-// AppendObjectKey appends the key ObjectKey renders to dst; it does not allocate
-// when dst has room.
-func AppendObjectKey(dst []byte, prefix string, t *Template, stream, topic string, partition uint32, first, last, tsMicros uint64, ext string) []byte {
-	dst = appendPrefix(dst, prefix)
-	dst = t.appendRendered(dst, stream, topic, partition, tsMicros, len(t.segments))
-	dst = append(dst, '/')
-	dst = appendFileName(dst, partition, first, last)
-	dst = append(dst, '.')
-	return append(dst, ext...)
-}
-
-// ListPrefix returns the longest fixed leading part of the keys of one
-// partition's objects: prefix and template rendered up to the first
-// placeholder that varies between objects (a time field). When the template
-// has no time field, the file name's partition part is included too.
-func ListPrefix(prefix string, t *Template, stream, topic string, partition uint32) string {
-	dst := appendPrefix(nil, prefix)
-	n := len(t.segments)
-	for i, s := range t.segments {
-		if s.kind >= phDate {
-			n = i
-			break
-		}
-	}
-	dst = t.appendRendered(dst, stream, topic, partition, 0, n)
-	if n == len(t.segments) {
-		dst = append(dst, '/')
-		dst = appendPadded(dst, uint64(partition), 5)
-		dst = append(dst, '-')
-	}
-	return string(dst)
-}
-
 func appendPrefix(dst []byte, prefix string) []byte {
 	p := strings.Trim(prefix, "/")
 	if p == "" {

@@ -44,7 +44,7 @@ func TestObjectKeyUpstreamGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ObjectKey(tt.prefix, mustParse(t, tt.template), tt.stream, tt.topic, tt.partition, tt.first, tt.last, tt.ts, tt.ext)
+			got := NewNamer(tt.prefix, mustParse(t, tt.template), tt.ext).Partition(tt.stream, tt.topic, tt.partition).Object(tt.first, tt.last, tt.ts)
 			if got != tt.want {
 				t.Errorf("ObjectKey\n got %s\nwant %s", got, tt.want)
 			}
@@ -80,7 +80,7 @@ func TestObjectKeyRendering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ObjectKey(tt.prefix, mustParse(t, tt.template), tt.stream, tt.topic, tt.partition, 1, 2, ts, tt.ext)
+			got := NewNamer(tt.prefix, mustParse(t, tt.template), tt.ext).Partition(tt.stream, tt.topic, tt.partition).Object(1, 2, ts)
 			if got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
@@ -93,25 +93,26 @@ func TestObjectKeyLexicalOrder(t *testing.T) {
 	ranges := [][2]uint64{{0, 999}, {999000, 999999}, {1000000, 1000999}, {9999999999, 10000000000}, {1<<64 - 2, 1<<64 - 1}}
 	var keys []string
 	for _, r := range ranges {
-		keys = append(keys, ObjectKey("", tpl, "s", "t", 1, r[0], r[1], upstreamTS, "jsonl"))
+		keys = append(keys, NewNamer("", tpl, "jsonl").Partition("s", "t", 1).Object(r[0], r[1], upstreamTS))
 	}
 	if !sort.StringsAreSorted(keys) {
 		t.Errorf("keys in offset order are not in lexical order: %q", keys)
 	}
 }
 
-func TestAppendObjectKeyMatchesAndDoesNotAllocate(t *testing.T) {
+func TestAppendObjectMatchesAndDoesNotAllocate(t *testing.T) {
 	tpl := mustParse(t, "{stream}/{topic}/{date}/{hour}/{minute}/{timestamp}/{partition}")
-	want := ObjectKey("p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")
+	want := NewNamer("p", tpl, "jsonl").Partition("a b", "c", 9).Object(10, 20, upstreamTS)
 	buf := make([]byte, 0, 256)
-	if got := string(AppendObjectKey(buf, "p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")); got != want {
-		t.Fatalf("AppendObjectKey = %s, ObjectKey = %s", got, want)
+	pn := NewNamer("p", tpl, "jsonl").Partition("a b", "c", 9)
+	if got := string(pn.AppendObject(buf, 10, 20, upstreamTS)); got != want {
+		t.Fatalf("AppendObject = %s, Object = %s", got, want)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		buf = AppendObjectKey(buf[:0], "p", tpl, "a b", "c", 9, 10, 20, upstreamTS, "jsonl")
+		buf = pn.AppendObject(buf[:0], 10, 20, upstreamTS)
 	})
 	if allocs != 0 {
-		t.Errorf("AppendObjectKey allocates %.0f times per key, want 0", allocs)
+		t.Errorf("AppendObject allocates %.0f times per key, want 0", allocs)
 	}
 }
 
@@ -202,21 +203,23 @@ func TestListPrefix(t *testing.T) {
 		{"", "{stream}/{topic}/{partition}/{date}", 12, "my_stream/t/12/"},
 		{"/lake/", "dt={date}/hour={hour}", 1, "lake/dt="},
 		{"", "{timestamp}", 1, ""},
-		{"", "{stream}/{topic}/{partition}", 3, "my_stream/t/3/00003-"},
-		{"p", "{topic}", 123456, "p/t/123456-"},
+		{"", "{stream}/{topic}/{partition}", 3, "my_stream/t/3/"},
+		{"p", "{topic}", 123456, "p/t/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
 			tpl := mustParse(t, tt.template)
-			got := ListPrefix(tt.prefix, tpl, "my stream", "t", tt.partition)
+			got := NewNamer(tt.prefix, tpl, "jsonl").Partition("my stream", "t", tt.partition).ListPrefix()
 			if got != tt.want {
 				t.Errorf("ListPrefix = %q, want %q", got, tt.want)
 			}
 			// Every object of that partition must be listed under the prefix.
 			for _, ts := range []uint64{0, upstreamTS, uint64(time.Date(2031, 12, 31, 23, 59, 0, 0, time.UTC).UnixMicro())} {
-				key := ObjectKey(tt.prefix, tpl, "my stream", "t", tt.partition, 5, 9, ts, "jsonl")
-				if !strings.HasPrefix(key, got) {
-					t.Errorf("key %q is not under list prefix %q", key, got)
+				pn := NewNamer(tt.prefix, tpl, "jsonl").Partition("my stream", "t", tt.partition)
+				for _, key := range []string{pn.Object(5, 9, ts), pn.Gap(5, 9, ts)} {
+					if !strings.HasPrefix(key, got) {
+						t.Errorf("key %q is not under list prefix %q", key, got)
+					}
 				}
 			}
 		})

@@ -1,0 +1,116 @@
+package keys
+
+import "strings"
+
+// GapExt is the extension of gap markers. A marker is named like the data
+// object of its range with a leading '_' (which Athena, Hive and Spark skip
+// when they read a table location) and this extension.
+const GapExt = "gap"
+
+// Namer names the objects of one sink configuration: prefix, path template
+// and the data objects' extension, fixed once.
+type Namer struct {
+	prefix string // trimmed of '/', "" for none
+	tpl    *Template
+	ext    string // without the leading dot, e.g. "jsonl.gz"
+}
+
+// NewNamer returns a Namer. ext is the data objects' extension without its
+// leading dot ("jsonl", "json.zst").
+func NewNamer(prefix string, t *Template, ext string) *Namer {
+	return &Namer{prefix: strings.Trim(prefix, "/"), tpl: t, ext: ext}
+}
+
+// Ext is the data objects' extension, without its leading dot.
+func (n *Namer) Ext() string { return n.ext }
+
+// Partition returns the namer of one partition's objects.
+func (n *Namer) Partition(stream, topic string, partition uint32) PartitionNamer {
+	return PartitionNamer{n: n, stream: stream, topic: topic, partition: partition}
+}
+
+// PartitionNamer names one partition's data objects and gap markers.
+type PartitionNamer struct {
+	n             *Namer
+	stream, topic string
+	partition     uint32
+}
+
+// Object is the key of the data object holding offsets first..last, whose
+// first message has server time tsMicros.
+func (p PartitionNamer) Object(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, false, first, last, tsMicros, p.n.ext))
+}
+
+// AppendObject appends Object's key to dst; it does not allocate when dst
+// has room.
+func (p PartitionNamer) AppendObject(dst []byte, first, last, tsMicros uint64) []byte {
+	return p.appendName(dst, false, first, last, tsMicros, p.n.ext)
+}
+
+// Gap is the key of the marker reporting offsets first..last as deleted
+// before the sink read them; tsMicros is the server time of the first
+// message after the gap.
+func (p PartitionNamer) Gap(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, true, first, last, tsMicros, GapExt))
+}
+
+func (p PartitionNamer) appendName(dst []byte, gap bool, first, last, tsMicros uint64, ext string) []byte {
+	t := p.n.tpl
+	if dst == nil {
+		dst = make([]byte, 0, len(p.n.prefix)+len(t.src)+len(p.stream)+len(p.topic)+64+len(ext))
+	}
+	dst = appendPrefix(dst, p.n.prefix)
+	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, tsMicros, len(t.segments))
+	dst = append(dst, '/')
+	if gap {
+		dst = append(dst, '_')
+	}
+	dst = appendFileName(dst, p.partition, first, last)
+	dst = append(dst, '.')
+	return append(dst, ext...)
+}
+
+// ListPrefix is the longest fixed leading part of the keys of this
+// partition's objects and gap markers: prefix and template rendered up to
+// the first placeholder that varies between objects (a time field), cut
+// back to the last '/' so that data objects and gap markers both match.
+func (p PartitionNamer) ListPrefix() string {
+	t := p.n.tpl
+	dst := appendPrefix(nil, p.n.prefix)
+	n := len(t.segments)
+	for i, s := range t.segments {
+		if s.kind >= phDate {
+			n = i
+			break
+		}
+	}
+	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, 0, n)
+	if n == len(t.segments) {
+		dst = append(dst, '/')
+	}
+	return string(dst)
+}
+
+// Name is what a key's last path element says.
+type Name struct {
+	Partition   uint32
+	First, Last uint64
+	// Gap is set for a gap marker.
+	Gap bool
+	// Ext is the extension without its leading dot ("jsonl.gz", "gap").
+	Ext string
+}
+
+// ParseName reads the last path element of key as Object or Gap render it.
+// Only canonical names are accepted, so a listing can tell the sink's
+// objects from other files.
+func ParseName(key string) (Name, bool) {
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	gap := strings.HasPrefix(name, "_")
+	part, first, last, ext, ok := ParseObjectName(strings.TrimPrefix(name, "_"))
+	if !ok || gap != (ext == GapExt) {
+		return Name{}, false
+	}
+	return Name{Partition: part, First: first, Last: last, Gap: gap, Ext: ext}, true
+}

@@ -22,7 +22,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // buildBootstrap builds the real Lambda binary, the way `make bootstrap`

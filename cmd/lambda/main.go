@@ -18,7 +18,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
@@ -41,12 +41,12 @@ type handler struct {
 	function string
 
 	mu   sync.Mutex
-	sink *sink.Sink
+	sink *app.Sink
 }
 
 // setup loads the configuration and builds the AWS clients once; a failure
 // is retried on the next invocation (it may be a passing fault).
-func (h *handler) setup(ctx context.Context) (*sink.Sink, error) {
+func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sink != nil {
@@ -60,8 +60,8 @@ func (h *handler) setup(ctx context.Context) (*sink.Sink, error) {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
 	h.log.Info("configuration", "config", cfg.String())
-	sink.ApplyMemoryLimit(cfg, h.log)
-	s, err := sink.New(ctx, cfg, sink.Options{Logger: h.log})
+	app.ApplyMemoryLimit(cfg, h.log)
+	s, err := app.New(ctx, cfg, app.Options{Logger: h.log})
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -65,7 +65,7 @@ func demo(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := sink.New(ctx, cfg, sink.Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
+	s, err := app.New(ctx, cfg, app.Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 const usage = `poller — drain Apache Iggy streams into S3 (the same run as the Lambda)
@@ -93,8 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
 	logger.Info("configuration", "config", cfg.String())
-	sink.ApplyMemoryLimit(cfg, logger)
-	s, err := sink.New(ctx, cfg, sink.Options{CreateTable: true, Logger: logger})
+	app.ApplyMemoryLimit(cfg, logger)
+	s, err := app.New(ctx, cfg, app.Options{CreateTable: true, Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "poller:", err)
 		return 1
@@ -130,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func once(ctx context.Context, s *sink.Sink, logger *slog.Logger) error {
+func once(ctx context.Context, s *app.Sink, logger *slog.Logger) error {
 	sum, err := s.Run(ctx)
 	sum.Log(logger, err)
 	return err

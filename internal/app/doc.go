@@ -1,3 +1,3 @@
-// Package sink assembles the sink from its configuration: AWS clients, the
-// state store, the uploader, the Iggy dialer and the transforms, once per process.
-package sink
+// Package app assembles a sink from its configuration: the AWS clients, the state
+// store, the S3 store, the Iggy dialer and the transforms, once per process; it runs and audits.
+package app

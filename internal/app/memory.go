@@ -1,4 +1,4 @@
-package sink
+package app
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package sink
+package app
 
 import (
 	"context"
@@ -23,10 +23,11 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
 )
 
 // Options are the process's choices that are not configuration.
@@ -99,14 +100,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			on := true
 			pathStyle = &on
 		}
-		client, err := upload.NewClient(ctx, upload.ClientOptions{
+		client, err := s3store.NewClient(ctx, s3store.ClientOptions{
 			Region: cfg.Plugin.Region, Endpoint: endpoint, PathStyle: pathStyle,
 			AccessKeyID: cfg.Plugin.AccessKeyID, SecretAccessKey: cfg.Plugin.SecretAccessKey.Reveal(),
 		})
 		if err != nil {
 			return nil, err
 		}
-		s.Objects = upload.New(client, upload.Options{
+		s.Objects = s3store.New(client, s3store.Options{
 			Bucket: cfg.Plugin.Bucket, MaxAttempts: cfg.Plugin.MaxAttempts, RetryDelay: cfg.Plugin.RetryDelay,
 			MultipartThreshold: cfg.Plugin.MultipartThreshold, PartSize: cfg.Plugin.PartSize,
 			ServerSideEncryption: cfg.Plugin.ServerSideEncryption, SSEKMSKeyID: cfg.Plugin.SSEKMSKeyID,
@@ -240,7 +241,8 @@ func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
 			}
 		}
 	}
-	return audit.Check(ctx, s.Objects, s.Config.Plugin.Prefix, s.Config.Plugin.Template, parts)
+	names := keys.NewNamer(s.Config.Plugin.Prefix, s.Config.Plugin.Template, "")
+	return audit.Check(ctx, s.Objects, names, parts)
 }
 
 // ErrAuditFailed reports an overlap or an unreported gap.

@@ -104,7 +104,7 @@ func TestLoadUpstreamSeed(t *testing.T) {
 	}
 	// The parsed template renders the seed document's example key.
 	ts := uint64(time.Date(2026, 3, 16, 14, 0, 0, 0, time.UTC).UnixMicro())
-	key := keys.ObjectKey("", p.Template, "application_logs", "api_requests", 0, 0, 999, ts, "jsonl")
+	key := keys.NewNamer("", p.Template, "jsonl").Partition("application_logs", "api_requests", 0).Object(0, 999, ts)
 	if want := "application_logs/api_requests/2026-03-16/14/00000-00000000000000000000-00000000000000000999.jsonl"; key != want {
 		t.Errorf("key = %s, want %s", key, want)
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // benchWorld is a world for benchmarks: the same servers, no test bookkeeping.
@@ -77,11 +77,11 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				opts := sink.Options{CreateTable: true, Logger: slog.New(slog.DiscardHandler)}
+				opts := app.Options{CreateTable: true, Logger: slog.New(slog.DiscardHandler)}
 				if os.Getenv("BENCH_MEMSTATE") != "" {
 					opts.State = state.NewMemory(nil)
 				}
-				s, err := sink.New(context.Background(), cfg, opts)
+				s, err := app.New(context.Background(), cfg, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -105,11 +105,11 @@ func BenchmarkDrain(b *testing.B) {
 func BenchmarkPutObject(b *testing.B) {
 	_, s3srv, _ := benchWorld(b)
 	s3srv.CreateBucket(b, "bench-put")
-	client, err := upload.NewClient(context.Background(), upload.ClientOptions{Region: s3srv.Region, Endpoint: s3srv.Endpoint, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey})
+	client, err := s3store.NewClient(context.Background(), s3store.ClientOptions{Region: s3srv.Region, Endpoint: s3srv.Endpoint, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey})
 	if err != nil {
 		b.Fatal(err)
 	}
-	up := upload.New(client, upload.Options{Bucket: "bench-put", MaxAttempts: 1, MultipartThreshold: 16 << 20, PartSize: 8 << 20})
+	up := s3store.New(client, s3store.Options{Bucket: "bench-put", MaxAttempts: 1, MultipartThreshold: 16 << 20, PartSize: 8 << 20})
 	var body bytes.Buffer
 	for n := 0; body.Len() < benchObject-1200; n++ {
 		body.Write(jsonPayload(0, n, 1024))
@@ -118,7 +118,7 @@ func BenchmarkPutObject(b *testing.B) {
 	b.SetBytes(int64(body.Len()))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := up.Put(context.Background(), upload.Object{Key: fmt.Sprintf("put/%d.jsonl", i)}, body.Bytes()); err != nil {
+		if _, err := up.Put(context.Background(), s3store.Object{Key: fmt.Sprintf("put/%d.jsonl", i)}, body.Bytes()); err != nil {
 			b.Fatal(err)
 		}
 	}

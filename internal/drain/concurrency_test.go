@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // TestConcurrentRuns runs three sinks at once over 8 partitions through the
@@ -28,9 +28,9 @@ func TestConcurrentRuns(t *testing.T) {
 	set["SINK_BATCH_LENGTH"] = "30"
 	cfg := w.config(set)
 	var rec *recordingStore
-	sinks := make([]*sink.Sink, 3)
+	sinks := make([]*app.Sink, 3)
 	for i := range sinks {
-		s := w.sink(cfg, sink.Options{})
+		s := w.sink(cfg, app.Options{})
 		if rec == nil {
 			rec = newRecordingStore(s.Objects)
 		}

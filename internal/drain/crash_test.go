@@ -10,7 +10,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // TestCrashAtEveryStep aborts a run at every step of writing an object, as
@@ -47,7 +47,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 					}
 					return nil
 				}
-				opts := sink.Options{Hook: hook}
+				opts := app.Options{Hook: hook}
 				if seed%2 == 0 {
 					opts.KeepLimit = 1024 // objects are re-read and streamed
 				}
@@ -59,7 +59,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				if !errors.Is(err, drain.ErrCrash) {
 					t.Fatalf("crashed run returned %v, want ErrCrash", err)
 				}
-				healthy := w.sink(cfg, sink.Options{KeepLimit: opts.KeepLimit})
+				healthy := w.sink(cfg, app.Options{KeepLimit: opts.KeepLimit})
 				w.drainUntilQuiet(healthy, topic, 20)
 				w.checkExactlyOnce(healthy, topic, "json_lines")
 				w.auditClean(healthy)

@@ -8,7 +8,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // Conn is the part of an Iggy connection a run uses (*source.Conn).
@@ -35,9 +35,9 @@ type StateStore interface {
 	Release(ctx context.Context, s state.State) error
 }
 
-// ObjectStore writes objects (*upload.Uploader).
+// ObjectStore writes objects (*s3store.Uploader).
 type ObjectStore interface {
-	Put(ctx context.Context, obj upload.Object, body []byte) (upload.Result, error)
-	Stream(ctx context.Context, obj upload.Object, write func(w io.Writer) error) (upload.Result, error)
+	Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error)
+	Stream(ctx context.Context, obj s3store.Object, write func(w io.Writer) error) (s3store.Result, error)
 	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // TestEndToEnd drains 10,000 messages with headers over 4 partitions in
@@ -32,7 +32,7 @@ func TestEndToEnd(t *testing.T) {
 			set["SINK_OUTPUT_FORMAT"] = tc.format
 			set["SINK_COMPRESSION"] = tc.compression
 			set["SINK_MAX_FILE_SIZE"] = "128KiB"
-			s := w.sink(w.config(set), sink.Options{})
+			s := w.sink(w.config(set), app.Options{})
 			w.drainUntilQuiet(s, topic, 10)
 			objs := w.checkExactlyOnce(s, topic, tc.format)
 			keyRE := regexp.MustCompile(`^archive/` + w.stream + `/` + topic + `/\d{4}-\d{2}-\d{2}/\d{2}/0000[0-3]-\d{20}-\d{20}` + regexp.QuoteMeta(tc.ext) + `$`)
@@ -58,7 +58,7 @@ func TestRotation(t *testing.T) {
 		w.produce("rot-size", 1, 300, 300)
 		set := w.settings("rot-size", "rot-size")
 		set["SINK_MAX_FILE_SIZE"] = "10KB"
-		s := w.sink(w.config(set), sink.Options{})
+		s := w.sink(w.config(set), app.Options{})
 		w.drainUntilQuiet(s, "rot-size", 10)
 		objs := w.checkExactlyOnce(s, "rot-size", "json_lines")
 		for i, o := range objs {
@@ -82,7 +82,7 @@ func TestRotation(t *testing.T) {
 		set["SINK_FILE_ROTATION"] = "messages"
 		set["SINK_MAX_MESSAGES_PER_FILE"] = "100"
 		set["SINK_MAX_FILE_AGE"] = "1h"
-		s := w.sink(w.config(set), sink.Options{})
+		s := w.sink(w.config(set), app.Options{})
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestRotation(t *testing.T) {
 		w.produce("rot-age", 1, 30, 100)
 		set := w.settings("rot-age", "rot-age")
 		set["SINK_MAX_FILE_AGE"] = "1h"
-		s := w.sink(w.config(set), sink.Options{})
+		s := w.sink(w.config(set), app.Options{})
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -12,24 +12,24 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/faultproxy"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // uploaderVia builds an uploader whose S3 traffic goes through url, with a
 // short response-header timeout so that stalls become retryable timeouts.
-func (w *world) uploaderVia(url, bucket string, attempts int) *upload.Uploader {
+func (w *world) uploaderVia(url, bucket string, attempts int) *s3store.Uploader {
 	w.t.Helper()
-	client, err := upload.NewClient(context.Background(), upload.ClientOptions{
+	client, err := s3store.NewClient(context.Background(), s3store.ClientOptions{
 		Region: w.s3.Region, Endpoint: url, AccessKeyID: w.s3.AccessKey, SecretAccessKey: w.s3.SecretKey,
 		ResponseHeaderTimeout: 300 * time.Millisecond,
 	})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return upload.New(client, upload.Options{Bucket: bucket, MaxAttempts: attempts, RetryDelay: 5 * time.Millisecond,
+	return s3store.New(client, s3store.Options{Bucket: bucket, MaxAttempts: attempts, RetryDelay: 5 * time.Millisecond,
 		MaxRetryDelay: 50 * time.Millisecond, MultipartThreshold: 16 << 20, PartSize: 5 << 20})
 }
 
@@ -56,7 +56,7 @@ func TestS3AndDynamoFaults(t *testing.T) {
 	set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
 	cfg := w.config(set)
 	rec := newRecordingStore(w.uploaderVia(s3proxy.URL(), cfg.Plugin.Bucket, 10))
-	s := w.sink(cfg, sink.Options{Objects: rec})
+	s := w.sink(cfg, app.Options{Objects: rec})
 	w.drainUntilQuiet(s, "faults", 30)
 	w.checkExactlyOnce(s, "faults", "json_lines")
 	w.auditClean(s)
@@ -92,9 +92,9 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := proxy.Stats().Requests
-		s := w.sink(cfg, sink.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 3)})
+		s := w.sink(cfg, app.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 3)})
 		_, err := s.Run(context.Background())
-		var ue *upload.Error
+		var ue *s3store.Error
 		if !errors.As(err, &ue) || ue.Attempts != 3 {
 			t.Fatalf("run error %v: want an upload error after 3 attempts", err)
 		}
@@ -110,10 +110,10 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := proxy.Stats().Requests
-		s := w.sink(cfg, sink.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 5)})
+		s := w.sink(cfg, app.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 5)})
 		start := time.Now()
 		_, err := s.Run(context.Background())
-		var ue *upload.Error
+		var ue *s3store.Error
 		if !errors.As(err, &ue) || ue.Status != 403 || !strings.Contains(err.Error(), "perm") {
 			t.Fatalf("run error %v: want a 403 upload error naming the bucket", err)
 		}
@@ -131,7 +131,7 @@ func TestS3AttemptsAndPermanentErrors(t *testing.T) {
 		if err := proxy.Set(faultproxy.Config{Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
-		s := w.sink(cfg, sink.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 3)})
+		s := w.sink(cfg, app.Options{Objects: w.uploaderVia(proxy.URL(), cfg.Plugin.Bucket, 3)})
 		w.drainUntilQuiet(s, "perm", 20)
 		w.checkExactlyOnce(s, "perm", "json_lines")
 		w.auditClean(s)
@@ -148,7 +148,7 @@ func TestIggyConnectionDrops(t *testing.T) {
 	set["SINK_FILE_ROTATION"] = "messages"
 	set["SINK_MAX_MESSAGES_PER_FILE"] = "50"
 	set["SINK_BATCH_LENGTH"] = "30"
-	s := w.sink(w.config(set), sink.Options{})
+	s := w.sink(w.config(set), app.Options{})
 	broker.CloseOnCommand(100, 1)
 	_, err := s.Run(context.Background())
 	if !errors.Is(err, source.ErrConnectionLost) {
@@ -186,7 +186,7 @@ func TestIggyUnreachable(t *testing.T) {
 		set := w.settings("unreach", "unreach")
 		set["IGGY_ADDRESS"] = addr
 		set["IGGY_CONNECT_TIMEOUT"] = "1s"
-		s := w.sink(w.config(set), sink.Options{})
+		s := w.sink(w.config(set), app.Options{})
 		start := time.Now()
 		_, err := s.Run(context.Background())
 		took := time.Since(start)
@@ -206,7 +206,7 @@ func TestRetentionGap(t *testing.T) {
 	w := newWorld(t)
 	broker := w.hooks(t)
 	w.produce("gap", 1, 100, 100)
-	s := w.sink(w.config(w.settings("gap", "gap")), sink.Options{})
+	s := w.sink(w.config(w.settings("gap", "gap")), app.Options{})
 	w.drainUntilQuiet(s, "gap", 10)
 	w.produce("gap", 1, 100, 100) // offsets 100..199
 	if err := broker.DeleteBelow(w.stream, "gap", 0, 150); err != nil {
@@ -245,7 +245,7 @@ func TestPoisonPayload(t *testing.T) {
 	t.Run("base64", func(t *testing.T) {
 		w := w.with(t)
 		setup("poison-b64")
-		s := w.sink(w.config(w.settings("poison-b64", "poison-b64")), sink.Options{})
+		s := w.sink(w.config(w.settings("poison-b64", "poison-b64")), app.Options{})
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +271,7 @@ func TestPoisonPayload(t *testing.T) {
 		setup("poison-fail")
 		set := w.settings("poison-fail", "poison-fail")
 		set["SINK_INVALID_PAYLOAD"] = "fail"
-		s := w.sink(w.config(set), sink.Options{})
+		s := w.sink(w.config(set), app.Options{})
 		sum, err := s.Run(context.Background())
 		if err == nil {
 			t.Fatal("a poison payload under invalid_payload=fail did not fail the run")
@@ -310,13 +310,13 @@ func TestRetentionDuringRecovery(t *testing.T) {
 				}
 				return nil
 			}
-			if _, err := w.sink(cfg, sink.Options{Hook: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+			if _, err := w.sink(cfg, app.Options{Hook: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
 				t.Fatalf("crashing run: %v", err)
 			}
 			if err := broker.DeleteBelow(w.stream, topic, 0, cut); err != nil {
 				t.Fatal(err)
 			}
-			s := w.sink(cfg, sink.Options{})
+			s := w.sink(cfg, app.Options{})
 			start := time.Now()
 			w.drainUntilQuiet(s, topic, 20)
 			if took := time.Since(start); took > 15*time.Second {

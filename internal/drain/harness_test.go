@@ -23,10 +23,10 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // Secrets used by every end-to-end test; no log line or error may contain them.
@@ -133,7 +133,7 @@ func (w *world) config(settings map[string]string) *config.Config {
 }
 
 // sink builds a sink the way the poller does, with DynamoDB on moto.
-func (w *world) sink(cfg *config.Config, opts sink.Options) *sink.Sink {
+func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 	w.t.Helper()
 	if !w.buckets[cfg.Plugin.Bucket] {
 		w.s3.CreateBucket(w.t, cfg.Plugin.Bucket)
@@ -151,7 +151,7 @@ func (w *world) sink(cfg *config.Config, opts sink.Options) *sink.Sink {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	s, err := sink.New(context.Background(), cfg, opts)
+	s, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
 		w.t.Fatalf("sink: %v", err)
 	}
@@ -210,7 +210,7 @@ func jsonPayload(p, n, size int) []byte {
 
 // drainUntilQuiet runs the sink until a run writes nothing and the group's
 // offsets reach every partition's end, or fails after max runs.
-func (w *world) drainUntilQuiet(s *sink.Sink, topic string, max int) {
+func (w *world) drainUntilQuiet(s *app.Sink, topic string, max int) {
 	w.t.Helper()
 	for i := 0; i < max; i++ {
 		sum, err := s.Run(context.Background())
@@ -225,7 +225,7 @@ func (w *world) drainUntilQuiet(s *sink.Sink, topic string, max int) {
 	w.t.Fatalf("not quiescent after %d runs", max)
 }
 
-func (w *world) allCommitted(s *sink.Sink, topic string) bool {
+func (w *world) allCommitted(s *app.Sink, topic string) bool {
 	parts := w.produced[w.stream+"/"+topic]
 	for p := range parts {
 		off, ok := w.iggy.GroupOffset(w.stream, topic, s.Config.Streams[0].ConsumerGroup, uint32(p))
@@ -256,7 +256,7 @@ type object struct {
 }
 
 // objects lists and decodes every data object under prefix.
-func (w *world) objects(s *sink.Sink, prefix string) []object {
+func (w *world) objects(s *app.Sink, prefix string) []object {
 	w.t.Helper()
 	ctx := context.Background()
 	var out []object
@@ -339,7 +339,7 @@ func decode(t *testing.T, format string, o object) []record {
 
 // checkExactlyOnce decodes every object and checks that each produced
 // message appears exactly once, in order, with its payload and headers.
-func (w *world) checkExactlyOnce(s *sink.Sink, topic, format string) []object {
+func (w *world) checkExactlyOnce(s *app.Sink, topic, format string) []object {
 	w.t.Helper()
 	objs := w.objects(s, s.Config.Plugin.Prefix+"/")
 	parts := w.produced[w.stream+"/"+topic]
@@ -385,7 +385,7 @@ func (w *world) checkExactlyOnce(s *sink.Sink, topic, format string) []object {
 }
 
 // auditClean runs the audit and fails the test on any finding.
-func (w *world) auditClean(s *sink.Sink) []audit.Report {
+func (w *world) auditClean(s *app.Sink) []audit.Report {
 	w.t.Helper()
 	var buf bytes.Buffer
 	reports, err := s.Audit(context.Background())
@@ -427,12 +427,12 @@ func assertNoSecretIn(t *testing.T, what string, err error, secrets ...string) {
 // recordingStore wraps the uploader and remembers the hash of every body
 // written per key, to prove no key is ever written with two contents.
 type recordingStore struct {
-	sink.ObjectStore
+	app.ObjectStore
 	mu     sync.Mutex
 	hashes map[string]map[[32]byte]int
 }
 
-func newRecordingStore(inner sink.ObjectStore) *recordingStore {
+func newRecordingStore(inner app.ObjectStore) *recordingStore {
 	return &recordingStore{ObjectStore: inner, hashes: map[string]map[[32]byte]int{}}
 }
 
@@ -445,7 +445,7 @@ func (r *recordingStore) note(key string, body []byte) {
 	r.hashes[key][sha256.Sum256(body)]++
 }
 
-func (r *recordingStore) Put(ctx context.Context, obj upload.Object, body []byte) (upload.Result, error) {
+func (r *recordingStore) Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error) {
 	res, err := r.ObjectStore.Put(ctx, obj, body)
 	if err == nil {
 		r.note(obj.Key, body)
@@ -453,7 +453,7 @@ func (r *recordingStore) Put(ctx context.Context, obj upload.Object, body []byte
 	return res, err
 }
 
-func (r *recordingStore) Stream(ctx context.Context, obj upload.Object, write func(io.Writer) error) (upload.Result, error) {
+func (r *recordingStore) Stream(ctx context.Context, obj s3store.Object, write func(io.Writer) error) (s3store.Result, error) {
 	var all bytes.Buffer
 	res, err := r.ObjectStore.Stream(ctx, obj, func(w io.Writer) error { return write(io.MultiWriter(w, &all)) })
 	if err == nil {

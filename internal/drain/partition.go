@@ -15,7 +15,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/upload"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // errOutOfTime ends a partition's loop without an error when too little of
@@ -144,7 +144,7 @@ func (r *Runner) newWorker(conn Conn, j job, ps *PartitionSummary) (*worker, err
 	pc := &r.Config.Plugin
 	p := batch.Partition{Stream: j.topic.Stream, Topic: j.topic.Topic, ID: j.part.ID}
 	opts := batch.Options{
-		Format:          pc.OutputFormat,
+		Format:          batch.Format(pc.OutputFormat),
 		Schema:          j.stream.Schema,
 		IncludeMetadata: pc.IncludeMetadata,
 		IncludeHeaders:  pc.IncludeHeaders,
@@ -170,10 +170,7 @@ func (r *Runner) newWorker(conn Conn, j job, ps *PartitionSummary) (*worker, err
 	if keep <= 0 {
 		keep = pc.MultipartThreshold
 	}
-	ext := enc.Extension()
-	if z := batch.CompressionExt(pc.Compression); z != "" {
-		ext += "." + z
-	}
+	ext := batch.ObjectExt(batch.Format(pc.OutputFormat), batch.Compression(pc.Compression))
 	ttl := pc.LeaseDuration
 	if ttl <= 0 {
 		ttl = 5 * time.Minute
@@ -430,7 +427,7 @@ func (w *worker) maybeRenew(ctx context.Context) error {
 
 func (w *worker) objectKey(first, last, ts uint64, ext string) string {
 	pc := &w.r.Config.Plugin
-	return keys.ObjectKey(pc.Prefix, pc.Template, w.p.Stream, w.p.Topic, w.p.ID, first, last, ts, ext)
+	return keys.NewNamer(pc.Prefix, pc.Template, ext).Partition(w.p.Stream, w.p.Topic, w.p.ID).Object(first, last, ts)
 }
 
 // gapKey names a gap marker: the object name's range with a leading '_',
@@ -443,9 +440,9 @@ func (w *worker) gapKey(first, last, ts uint64) string {
 
 func isGapKey(k string) bool { return strings.HasSuffix(k, ".gap") }
 
-func (w *worker) object(key string) upload.Object {
+func (w *worker) object(key string) s3store.Object {
 	pc := &w.r.Config.Plugin
-	return upload.Object{Key: key, ContentType: batch.ContentType(pc.OutputFormat), ContentEncoding: batch.ContentEncoding(pc.Compression)}
+	return s3store.Object{Key: key, ContentType: batch.Format(pc.OutputFormat).ContentType(), ContentEncoding: batch.Compression(pc.Compression).ContentEncoding()}
 }
 
 func (w *worker) setIntent(ctx context.Context, in state.Intent) error {
@@ -505,7 +502,7 @@ func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) (written, e
 	if err := w.setIntent(ctx, state.Intent{First: first, Last: last, ObjectKey: key}); err != nil {
 		return written{}, err
 	}
-	var res upload.Result
+	var res s3store.Result
 	var err error
 	if a.Spilled() {
 		res, err = w.stream(ctx, key, first, last)
@@ -525,11 +522,11 @@ func (w *worker) writeAcc(ctx context.Context, a *batch.Accumulator) (written, e
 	return written{}, err
 }
 
-func (w *worker) put(ctx context.Context, key string, body []byte) (upload.Result, error) {
+func (w *worker) put(ctx context.Context, key string, body []byte) (s3store.Result, error) {
 	if c := w.r.Config.Plugin.Compression; c != "" && c != "none" {
 		var err error
-		if w.zbuf, err = batch.Compress(w.zbuf[:0], body, c); err != nil {
-			return upload.Result{}, fmt.Errorf("compress %s: %w", key, err)
+		if w.zbuf, err = batch.Compress(w.zbuf[:0], body, batch.Compression(c)); err != nil {
+			return s3store.Result{}, fmt.Errorf("compress %s: %w", key, err)
 		}
 		body = w.zbuf
 	}
@@ -540,9 +537,9 @@ func (w *worker) put(ctx context.Context, key string, body []byte) (upload.Resul
 
 // stream re-reads first..last from Iggy and streams the rendered object, so
 // an object of any size is written with bounded memory.
-func (w *worker) stream(ctx context.Context, key string, first, last uint64) (upload.Result, error) {
+func (w *worker) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
 	res, err := w.r.Objects.Stream(ctx, w.object(key), func(dst io.Writer) error {
-		ow, err := batch.NewObjectWriter(dst, w.renderEnc, w.r.Config.Plugin.Compression)
+		ow, err := batch.NewObjectWriter(dst, w.renderEnc, batch.Compression(w.r.Config.Plugin.Compression))
 		if err != nil {
 			return err
 		}
@@ -702,7 +699,7 @@ func (w *worker) putGapMarker(ctx context.Context, in state.Intent) error {
 	if err != nil {
 		return err
 	}
-	res, err := w.r.Objects.Put(ctx, upload.Object{Key: in.ObjectKey, ContentType: "application/json"}, body)
+	res, err := w.r.Objects.Put(ctx, s3store.Object{Key: in.ObjectKey, ContentType: "application/json"}, body)
 	w.retries.Add(uint64(res.Retries))
 	if err != nil {
 		return err

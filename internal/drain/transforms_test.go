@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/sink"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // TestTransformsEndToEnd loads an upstream connector file with every JSON
@@ -78,7 +78,7 @@ func TestTransformsEndToEnd(t *testing.T) {
 	if len(cfg.Transforms) == 0 {
 		t.Fatal("no transforms loaded")
 	}
-	s := w.sink(cfg, sink.Options{})
+	s := w.sink(cfg, app.Options{})
 	if _, err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package upload writes objects to S3 and S3-compatible stores with bounded,
-// logged retries, and streams large objects as aborted-on-failure multipart uploads.
+// Package s3store is the sink's S3 client: writes with bounded, logged retries,
+// streamed multipart uploads aborted on failure, listing and reading.
 //
 // Retries: every request gets Options.MaxAttempts attempts in total; only
 // transient failures (network errors, HTTP 5xx, 408, 429; see Retryable) are
@@ -39,4 +39,4 @@
 // Memory: Put holds the caller's slice; Stream holds at most two parts
 // (2 × PartSize) however large the object, and sends a body that fits in one
 // part as a single PutObject.
-package upload
+package s3store

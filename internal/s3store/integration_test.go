@@ -1,4 +1,4 @@
-package upload
+package s3store
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/faultproxy"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 const bucket = "sink-test"
@@ -373,7 +373,7 @@ func TestRetriesBoundedWithBackoff(t *testing.T) {
 	_, err = u.Put(context.Background(), Object{Key: "bounded/k"}, []byte("data"))
 	var e *Error
 	if !errors.As(err, &e) {
-		t.Fatalf("Put error = %v, want *upload.Error", err)
+		t.Fatalf("Put error = %v, want *s3store.Error", err)
 	}
 	if e.Attempts != attempts || (e.Status != 500 && e.Status != 503) || e.Op != "PutObject" {
 		t.Fatalf("error %+v, want PutObject 5xx after %d attempts", e, attempts)

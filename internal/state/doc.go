@@ -11,9 +11,12 @@
 //	has_written   BOOL  whether last_written is meaningful
 //	last_written  N     last offset durably written to S3 (inclusive) or skipped as a reported gap
 //	intent_first, intent_last N; intent_key S   the unfinished object; intent_key "" (and 0, 0) when none
+//	incarnation   N     creation time (µs) of the partition incarnation the offsets belong to; absent = none recorded
+//	generation    N     incarnations moved through (absent = 0); objects of generation g > 0 carry it in their names
 //	objects, messages, bytes, gap_messages N    counters (absent = 0)
 //	updated_at    N     time of the last write, Unix milliseconds
-//	write_id      S     random id of the last write but Acquire; recognises a retried write that already applied
+//	write_id      S     random id of the last write but Acquire; recognises a retried write that already applied,
+//	                    and, read back after an error, a write whose every reply was lost
 //
 // Cleared attributes are overwritten with ""/0 instead of removed (minidyn ignores top-level REMOVE).
 // Times are kept at millisecond precision by both stores, so Memory and Dynamo return identical States.

@@ -48,6 +48,7 @@ var names = map[string]string{
 	"owner": attrOwner, "exp": attrExpires, "ver": attrVersion, "hw": attrHasWritten, "lw": attrLastWritten,
 	"if": attrIntentFirst, "il": attrIntentLast, "ik": attrIntentKey,
 	"objs": attrObjects, "msgs": attrMessages, "bytes": attrBytes, "gap": attrGapMessages, "upd": attrUpdatedAt, "wid": attrWriteID,
+	"inc": attrIncarnation, "gen": attrGeneration,
 }
 
 var (
@@ -135,6 +136,9 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
+		if st, ok := d.applied(ctx, s, writeID, applied); ok {
+			return st, nil
+		}
 		return State{}, d.wrap(op, s.Key, err)
 	}
 	if len(ccf.Item) == 0 {
@@ -144,14 +148,47 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	if derr != nil {
 		return State{}, fmt.Errorf("%w: %s %s in table %q: %w", ErrLeaseLost, op, s.Key, d.table, derr)
 	}
+	// The condition included our owner and version, so an item carrying this
+	// write's id at the next version is this write, applied.
 	if wid, ok := ccf.Item[attrWriteID].(*types.AttributeValueMemberS); ok && wid.Value == writeID &&
-		old.Owner == s.Owner && old.Version == s.Version+1 && applied(old) {
+		old.Version == s.Version+1 && applied(old) {
 		return old, nil
 	}
 	if old.Owner == s.Owner && old.Version == s.Version {
 		return State{}, intentMismatch(op, s)
 	}
 	return State{}, lostError(op, s, old, true)
+}
+
+// ambiguityTimeout bounds the read that settles an ambiguous write: it runs
+// even when the caller's context has ended, since a write that applied must
+// not leave the caller holding a stale version.
+const ambiguityTimeout = 3 * time.Second
+
+// applied settles a write that ended in an error other than a failed
+// condition (a timeout, a reset connection, a 5xx after the retries): it may
+// have applied. A consistent read shows whether the item carries this
+// write's id at the next version; if so the write took effect.
+func (d *Dynamo) applied(ctx context.Context, s State, writeID string, applied func(State) bool) (State, bool) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ambiguityTimeout)
+	defer cancel()
+	out, err := d.client.GetItem(rctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(d.table),
+		Key:            map[string]types.AttributeValue{attrPK: str(s.Key.ID())},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || len(out.Item) == 0 {
+		return State{}, false
+	}
+	wid, ok := out.Item[attrWriteID].(*types.AttributeValueMemberS)
+	if !ok || wid.Value != writeID {
+		return State{}, false
+	}
+	cur, err := d.decode("read back", s.Key, out.Item)
+	if err != nil || cur.Version != s.Version+1 || !applied(cur) {
+		return State{}, false
+	}
+	return cur, true
 }
 
 // noIntent guards writes that need no unfinished intent. Cleared attributes are set to ""/0
@@ -170,20 +207,45 @@ func (d *Dynamo) SetIntent(ctx context.Context, s State, in Intent, ttl time.Dur
 
 // Complete implements Store.
 func (d *Dynamo) Complete(ctx context.Context, s State, done Done, ttl time.Duration) (State, error) {
-	if err := checkComplete(s, ttl); err != nil {
+	if err := checkComplete(s, done, ttl); err != nil {
 		return State{}, err
 	}
+	next := Intent{} // cleared: ""/0
+	if done.Next != nil {
+		next = *done.Next
+	}
 	return d.write(ctx, "complete", s, ttl,
-		", #lw = :lw, #hw = :true, #if = :zero, #il = :zero, #ik = :none ADD #ver :one, #objs :one, #msgs :msgs, #bytes :bytes, #gap :gap",
+		", #lw = :lw, #hw = :true, #if = :nf, #il = :nl, #ik = :nk ADD #ver :one, #objs :one, #msgs :msgs, #bytes :bytes, #gap :gap",
 		" AND #if = :if AND #il = :lw AND #ik = :ik",
 		map[string]types.AttributeValue{
-			":if": num(s.Intent.First), ":lw": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":zero": num(0), ":none": str(""), ":true": &types.AttributeValueMemberBOOL{Value: true},
+			":if": num(s.Intent.First), ":lw": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":true": &types.AttributeValueMemberBOOL{Value: true},
+			":nf": num(next.First), ":nl": num(next.Last), ":nk": str(next.ObjectKey),
 			":msgs": num(done.Messages), ":bytes": num(done.Bytes), ":gap": num(done.GapMessages),
 		},
 		func(old State) bool {
-			return old.Intent == nil && old.HasWritten && old.LastWritten == s.Intent.Last && old.Objects == s.Objects+1 &&
+			return sameIntent(old.Intent, done.Next) && old.HasWritten && old.LastWritten == s.Intent.Last && old.Objects == s.Objects+1 &&
 				old.Messages == s.Messages+done.Messages && old.Bytes == s.Bytes+done.Bytes && old.GapMessages == s.GapMessages+done.GapMessages
 		})
+}
+
+// Adopt implements Store.
+func (d *Dynamo) Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
+	if err := checkIncarnation("adopt", s, incarnation, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "adopt", s, ttl, ", #inc = :inc ADD #ver :one", noIntent+" AND (attribute_not_exists(#inc) OR #inc = :zero)",
+		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0)},
+		func(old State) bool { return old.Incarnation == incarnation })
+}
+
+// Reset implements Store.
+func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
+	if err := checkIncarnation("reset", s, incarnation, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "reset", s, ttl, ", #inc = :inc, #hw = :false, #lw = :zero ADD #ver :one, #gen :one", noIntent,
+		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0), ":false": &types.AttributeValueMemberBOOL{Value: false}},
+		func(old State) bool { return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten })
 }
 
 // Abandon implements Store.
@@ -234,8 +296,8 @@ func (d *Dynamo) Release(ctx context.Context, s State) error {
 	}
 	_, err := d.write(ctx, "release", s, 0, ", #owner = :none, #exp = :zero ADD #ver :one", "",
 		map[string]types.AttributeValue{":none": str(""), ":zero": num(0)},
-		func(State) bool { return false }) // a released item has no owner, so a lost reply is just "lost"
-	if errors.Is(err, ErrLeaseLost) {
+		func(old State) bool { return old.Owner == "" })
+	if errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrStale) {
 		logReleaseLost(ctx, s, err)
 		return nil
 	}

@@ -27,7 +27,7 @@ func lostError(op string, s State, cur State, exists bool) error {
 		return fmt.Errorf("%w: %s %s: lease is now held by %s at version %d (we are %q at version %d)",
 			ErrLeaseLost, op, s.Key, holder, cur.Version, s.Owner, s.Version)
 	}
-	return fmt.Errorf("%w: %s %s: version moved from %d to %d", ErrLeaseLost, op, s.Key, s.Version, cur.Version)
+	return fmt.Errorf("%w: %w: %s %s: version moved from %d to %d", ErrLeaseLost, ErrStale, op, s.Key, s.Version, cur.Version)
 }
 
 func logReleaseLost(ctx context.Context, s State, err error) {

@@ -197,6 +197,57 @@ func TestDynamoLostReplyIsNotLost(t *testing.T) {
 	})
 }
 
+// TestDynamoAmbiguousWriteIsReadBack: the first attempt applies and every
+// attempt's reply is lost, so the client gives up with an error. The store
+// must read the item back and see that its write took effect, or the caller
+// keeps a stale copy (and then cannot release its lease).
+func TestDynamoAmbiguousWriteIsReadBack(t *testing.T) {
+	ctx := context.Background()
+	for _, applies := range []bool{true, false} {
+		t.Run(map[bool]string{true: "applied", false: "not-applied"}[applies], func(t *testing.T) {
+			d, proxy := startFaultyDynamo(t)
+			s, err := d.Acquire(ctx, testKey, "run-a", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy.setFault(func(op string, n int) fault {
+				switch {
+				case op != "UpdateItem":
+					return pass
+				case n == 1 && applies:
+					return loseReply
+				default:
+					return fail500
+				}
+			})
+			in := Intent{First: 0, Last: 9, ObjectKey: "k"}
+			got, err := d.SetIntent(ctx, s, in, ttl)
+			if proxy.requests("UpdateItem") != faultAttempts {
+				t.Fatalf("%d UpdateItem attempts, want %d", proxy.requests("UpdateItem"), faultAttempts)
+			}
+			proxy.setFault(nil)
+			stored, _, gerr := d.Get(ctx, testKey)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if !applies {
+				if err == nil {
+					t.Fatalf("a write that never applied returned no error (%s)", stateString(got))
+				}
+				assertState(t, "unchanged", stored, s)
+				return
+			}
+			if err != nil {
+				t.Fatalf("a write that applied returned %v", err)
+			}
+			assertState(t, "returned vs stored", got, stored)
+			if err := d.Release(ctx, got); err != nil {
+				t.Fatalf("Release with the read-back copy: %v", err)
+			}
+		})
+	}
+}
+
 func TestDynamoThrottlingRetried(t *testing.T) {
 	ctx := context.Background()
 	d, proxy := startFaultyDynamo(t)

@@ -27,6 +27,8 @@ const (
 	attrGapMessages = "gap_messages"
 	attrUpdatedAt   = "updated_at"
 	attrWriteID     = "write_id"
+	attrIncarnation = "incarnation"
+	attrGeneration  = "generation"
 )
 
 // decodeItem parses a stored item. Absent attributes are zero values, since items are built up by
@@ -95,6 +97,9 @@ func decodeItem(item map[string]types.AttributeValue) (State, error) {
 	objectKey := str(attrIntentKey)
 	s.Objects, s.Messages, s.Bytes, s.GapMessages = u64(attrObjects), u64(attrMessages), u64(attrBytes), u64(attrGapMessages)
 	s.UpdatedAt = msTime(i64(attrUpdatedAt))
+	s.Incarnation = u64(attrIncarnation)
+	gen, _, _ := number(attrGeneration, 32, false)
+	s.Generation = uint32(gen)
 	if err != nil {
 		return State{}, err
 	}

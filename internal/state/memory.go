@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,8 +74,12 @@ func (m *Memory) SetIntent(ctx context.Context, s State, in Intent, ttl time.Dur
 
 // Complete implements Store.
 func (m *Memory) Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error) {
-	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, ttl) }, func(cur *State) {
+	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, d, ttl) }, func(cur *State) {
 		cur.LastWritten, cur.HasWritten, cur.Intent = cur.Intent.Last, true, nil
+		if d.Next != nil {
+			next := *d.Next
+			cur.Intent = &next
+		}
 		cur.Objects++
 		cur.Messages += d.Messages
 		cur.Bytes += d.Bytes
@@ -94,6 +99,21 @@ func (m *Memory) Skip(ctx context.Context, s State, lastWritten, gapMessages uin
 	return m.update(ctx, "skip", s, ttl, func() error { return checkSkip(s, lastWritten, ttl) }, func(cur *State) {
 		cur.LastWritten, cur.HasWritten = lastWritten, true
 		cur.GapMessages += gapMessages
+	})
+}
+
+// Adopt implements Store.
+func (m *Memory) Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
+	return m.update(ctx, "adopt", s, ttl, func() error { return checkIncarnation("adopt", s, incarnation, ttl) }, func(cur *State) {
+		cur.Incarnation = incarnation
+	})
+}
+
+// Reset implements Store.
+func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
+	return m.update(ctx, "reset", s, ttl, func() error { return checkIncarnation("reset", s, incarnation, ttl) }, func(cur *State) {
+		cur.Incarnation, cur.Generation = incarnation, cur.Generation+1
+		cur.HasWritten, cur.LastWritten = false, 0
 	})
 }
 
@@ -138,6 +158,9 @@ func (m *Memory) Release(ctx context.Context, s State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, err := m.held("release", s)
+	if errors.Is(err, ErrStale) {
+		return err
+	}
 	if err != nil {
 		logReleaseLost(ctx, s, err)
 		return nil

@@ -27,6 +27,16 @@ type State struct {
 
 	Intent *Intent // unfinished object, nil when none
 
+	// Incarnation identifies the partition these offsets belong to: its
+	// creation time in Iggy (microseconds); 0 until first recorded. A
+	// partition deleted and re-created under the same name is a new
+	// incarnation whose offsets start again at 0.
+	Incarnation uint64
+	// Generation counts the incarnations this state has moved through; the
+	// objects of generation g > 0 carry it in their names, so they never
+	// collide with an earlier incarnation's.
+	Generation uint32
+
 	Objects, Messages, Bytes, GapMessages uint64
 
 	UpdatedAt time.Time
@@ -36,6 +46,9 @@ type State struct {
 type Done struct {
 	Messages, Bytes uint64
 	GapMessages     uint64
+	// Next, when set, records the next object's intent in the same write:
+	// in steady state one conditional write per object.
+	Next *Intent
 }
 
 // Errors a Store returns wrapped; test them with errors.Is.
@@ -43,6 +56,10 @@ var (
 	ErrLeaseHeld    = errors.New("state: partition lease held by another live owner")
 	ErrLeaseLost    = errors.New("state: lease lost (another owner took over or the version moved)")
 	ErrTableMissing = errors.New("state: table does not exist")
+	// ErrStale comes with ErrLeaseLost when the item is still ours but at a
+	// later version than the caller's copy: the caller lost track of a write.
+	// Release reports it, since the lease then stays until it expires.
+	ErrStale = errors.New("state: the copy is stale (the item moved on under the same owner)")
 )
 
 // Store is the per-partition state the drain reads and advances. Every write but Acquire is
@@ -54,8 +71,8 @@ type Store interface {
 	Acquire(ctx context.Context, key Key, owner string, ttl time.Duration) (State, error)
 	// SetIntent records an unfinished object; condition: owner and version match s. Extends the lease by ttl.
 	SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error)
-	// Complete marks s.Intent written: LastWritten = Intent.Last, HasWritten = true, Intent cleared,
-	// counters += d, Objects++.
+	// Complete marks s.Intent written: LastWritten = Intent.Last, HasWritten = true, counters += d,
+	// Objects++, and the intent becomes d.Next (nil clears it).
 	Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error)
 	// Abandon drops the unfinished intent without advancing LastWritten, so
 	// its range is read again (retention removed part of it before upload).
@@ -63,9 +80,16 @@ type Store interface {
 	// Skip advances LastWritten without an object (a reported retention gap, or adopting the group's
 	// offset when it is ahead); GapMessages += gapMessages.
 	Skip(ctx context.Context, s State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (State, error)
+	// Adopt records the incarnation of a state that has none yet (Incarnation == 0).
+	Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
+	// Reset moves the state to a new incarnation of its partition: Generation++, Incarnation set,
+	// position cleared (HasWritten false, LastWritten 0); counters are kept. No intent may be pending.
+	Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
 	// Renew extends the lease by ttl.
 	Renew(ctx context.Context, s State, ttl time.Duration) (State, error)
-	// Release clears the lease if still ours (no error if it was already lost; never clears someone else's lease).
+	// Release clears the lease if still ours (no error if another owner holds it or it was already
+	// released; never clears someone else's lease). A stale copy of our own lease is an error wrapping
+	// ErrStale: the lease then stays until it expires.
 	Release(ctx context.Context, s State) error
 	// Get reads the state; false when the partition has none yet.
 	Get(ctx context.Context, key Key) (State, bool, error)
@@ -122,12 +146,40 @@ func checkSetIntent(s State, in Intent, ttl time.Duration) error {
 	return nil
 }
 
-func checkComplete(s State, ttl time.Duration) error {
+func checkComplete(s State, d Done, ttl time.Duration) error {
 	if err := checkHeld("complete", s, ttl); err != nil {
 		return err
 	}
 	if s.Intent == nil {
 		return fmt.Errorf("state: complete %s: no intent recorded (call SetIntent before uploading)", s.Key)
+	}
+	if n := d.Next; n != nil {
+		switch {
+		case n.ObjectKey == "":
+			return fmt.Errorf("state: complete %s: next intent's object key is empty", s.Key)
+		case n.First > n.Last:
+			return fmt.Errorf("state: complete %s: next intent's first offset %d is after its last offset %d", s.Key, n.First, n.Last)
+		case s.Intent.Last == math.MaxUint64 || n.First != s.Intent.Last+1:
+			return fmt.Errorf("state: complete %s: next intent starts at %d, not after %d", s.Key, n.First, s.Intent.Last)
+		}
+	}
+	return nil
+}
+
+func checkIncarnation(op string, s State, incarnation uint64, ttl time.Duration) error {
+	if err := checkHeld(op, s, ttl); err != nil {
+		return err
+	}
+	switch {
+	case incarnation == 0:
+		return fmt.Errorf("state: %s %s: incarnation 0 is reserved for \"none recorded\"", op, s.Key)
+	case s.Intent != nil:
+		return fmt.Errorf("state: %s %s: unfinished intent %d..%d (%s) must be settled first",
+			op, s.Key, s.Intent.First, s.Intent.Last, s.Intent.ObjectKey)
+	case op == "adopt" && s.Incarnation != 0:
+		return fmt.Errorf("state: adopt %s: incarnation %d already recorded (use Reset)", s.Key, s.Incarnation)
+	case op == "reset" && s.Generation == math.MaxUint32:
+		return fmt.Errorf("state: reset %s: generation limit reached", s.Key)
 	}
 	return nil
 }

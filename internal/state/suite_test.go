@@ -421,6 +421,95 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		}
 	})
 
+	t.Run("CompleteRecordsNextIntent", func(t *testing.T) {
+		st, clock := setup(t)
+		s := mustAcquire(t, st, "run-a")
+		in1 := Intent{First: 0, Last: 9, ObjectKey: "k-0-9"}
+		s, err := st.SetIntent(ctx, s, in1, ttl)
+		if err != nil {
+			t.Fatalf("SetIntent: %v", err)
+		}
+		clock.Advance(time.Second)
+		in2 := Intent{First: 10, Last: 24, ObjectKey: "k-10-24"}
+		s, err = st.Complete(ctx, s, Done{Messages: 10, Bytes: 70, Next: &in2}, ttl)
+		if err != nil {
+			t.Fatalf("Complete with Next: %v", err)
+		}
+		want := State{Key: testKey, Owner: "run-a", Version: 3, LeaseExpires: clock.Now().Add(ttl), UpdatedAt: clock.Now(),
+			HasWritten: true, LastWritten: 9, Intent: &in2, Objects: 1, Messages: 10, Bytes: 70}
+		assertState(t, "Complete with Next", s, want)
+		assertState(t, "Get", mustGet(t, st), want)
+		// The next intent must follow the completed one.
+		bad := Intent{First: 26, Last: 30, ObjectKey: "k-26-30"}
+		if _, err := st.Complete(ctx, s, Done{Messages: 15, Next: &bad}, ttl); err == nil || !strings.Contains(err.Error(), "not after 24") {
+			t.Fatalf("Complete with a non-adjacent Next: err = %v", err)
+		}
+		if s, err = st.Complete(ctx, s, Done{Messages: 15, Bytes: 90}, ttl); err != nil {
+			t.Fatalf("plain Complete: %v", err)
+		}
+		if s.Intent != nil || s.LastWritten != 24 || s.Objects != 2 {
+			t.Fatalf("after plain Complete: %s", stateString(s))
+		}
+	})
+
+	t.Run("AdoptAndReset", func(t *testing.T) {
+		st, _ := setup(t)
+		s := mustAcquire(t, st, "run-a")
+		s, err := st.Adopt(ctx, s, 1700, ttl)
+		if err != nil {
+			t.Fatalf("Adopt: %v", err)
+		}
+		if s.Incarnation != 1700 || s.Generation != 0 {
+			t.Fatalf("Adopt: %s", stateString(s))
+		}
+		if _, err := st.Adopt(ctx, s, 1800, ttl); err == nil {
+			t.Fatal("a second Adopt succeeded; want Reset to be required")
+		}
+		if s, err = st.Skip(ctx, s, 41, 0, ttl); err != nil {
+			t.Fatalf("Skip: %v", err)
+		}
+		in := Intent{First: 42, Last: 50, ObjectKey: "k"}
+		pending, err := st.SetIntent(ctx, s, in, ttl)
+		if err != nil {
+			t.Fatalf("SetIntent: %v", err)
+		}
+		if _, err := st.Reset(ctx, pending, 1800, ttl); err == nil || !strings.Contains(err.Error(), "unfinished intent") {
+			t.Fatalf("Reset with an intent pending: err = %v", err)
+		}
+		s, err = st.Abandon(ctx, pending, ttl)
+		if err != nil {
+			t.Fatalf("Abandon: %v", err)
+		}
+		s, err = st.Reset(ctx, s, 1800, ttl)
+		if err != nil {
+			t.Fatalf("Reset: %v", err)
+		}
+		if s.Incarnation != 1800 || s.Generation != 1 || s.HasWritten || s.LastWritten != 0 || s.Intent != nil {
+			t.Fatalf("Reset: %s", stateString(s))
+		}
+		assertState(t, "Get after Reset", mustGet(t, st), s)
+		// The first offset of the new incarnation is 0 again.
+		if _, err := st.SetIntent(ctx, s, Intent{First: 0, Last: 5, ObjectKey: "k2"}, ttl); err != nil {
+			t.Fatalf("SetIntent at 0 after Reset: %v", err)
+		}
+	})
+
+	t.Run("ReleaseOfStaleOwnCopyFails", func(t *testing.T) {
+		st, _ := setup(t)
+		a := mustAcquire(t, st, "run-a")
+		if _, err := st.Renew(ctx, a, ttl); err != nil {
+			t.Fatal(err)
+		}
+		// a is now one version behind the item, which is still ours: the
+		// lease would stay until it expires, so Release must say so.
+		if err := st.Release(ctx, a); !errors.Is(err, ErrStale) {
+			t.Fatalf("Release of a stale copy: err = %v, want ErrStale", err)
+		}
+		if got := mustGet(t, st); got.Owner != "run-a" {
+			t.Fatalf("owner %q after a failed release, want run-a", got.Owner)
+		}
+	})
+
 	t.Run("Release", func(t *testing.T) {
 		st, clock := setup(t)
 		a := mustAcquire(t, st, "run-a")
@@ -527,7 +616,7 @@ func stateString(s State) string {
 	if s.Intent != nil {
 		in = fmt.Sprintf("%+v", *s.Intent)
 	}
-	return fmt.Sprintf("key=%s owner=%q expires=%s version=%d written=%v/%d intent=%s objects=%d messages=%d bytes=%d gaps=%d updated=%s",
+	return fmt.Sprintf("key=%s owner=%q expires=%s version=%d written=%v/%d intent=%s incarnation=%d/%d objects=%d messages=%d bytes=%d gaps=%d updated=%s",
 		s.Key, s.Owner, s.LeaseExpires.UTC().Format(time.RFC3339Nano), s.Version, s.HasWritten, s.LastWritten, in,
-		s.Objects, s.Messages, s.Bytes, s.GapMessages, s.UpdatedAt.UTC().Format(time.RFC3339Nano))
+		s.Incarnation, s.Generation, s.Objects, s.Messages, s.Bytes, s.GapMessages, s.UpdatedAt.UTC().Format(time.RFC3339Nano))
 }

@@ -245,7 +245,9 @@ func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, ttl tim
 	}
 	return d.write(ctx, "reset", s, ttl, ", #inc = :inc, #hw = :false, #lw = :zero ADD #ver :one, #gen :one", noIntent,
 		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0), ":false": &types.AttributeValueMemberBOOL{Value: false}},
-		func(old State) bool { return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten })
+		func(old State) bool {
+			return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten
+		})
 }
 
 // Abandon implements Store.

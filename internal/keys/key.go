@@ -128,26 +128,11 @@ func appendSanitized(dst []byte, s string) []byte {
 // Only canonical names are accepted (the exact form ObjectKey would render,
 // with first <= last), so a listing can tell the sink's objects from others.
 func ParseObjectName(key string) (partition uint32, first, last uint64, ext string, ok bool) {
-	name := key[strings.LastIndexByte(key, '/')+1:]
-	dash := strings.IndexByte(name, '-')
-	if dash < 5 {
+	n, ok := parseName(key[strings.LastIndexByte(key, '/')+1:])
+	if !ok || n.Generation != 0 {
 		return 0, 0, 0, "", false
 	}
-	p, ok := parseDigits(name[:dash])
-	if !ok || p > math.MaxUint32 || (dash > 5 && name[0] == '0') {
-		return 0, 0, 0, "", false
-	}
-	rest := name[dash+1:]
-	// 20 digits, '-', 20 digits, '.', at least one byte of extension.
-	if len(rest) < 20+1+20+1+1 || rest[20] != '-' || rest[41] != '.' {
-		return 0, 0, 0, "", false
-	}
-	f, ok1 := parseDigits(rest[:20])
-	l, ok2 := parseDigits(rest[21:41])
-	if !ok1 || !ok2 || f > l {
-		return 0, 0, 0, "", false
-	}
-	return uint32(p), f, l, rest[42:], true
+	return n.Partition, n.First, n.Last, n.Ext, true
 }
 
 // parseDigits parses ASCII decimal digits only (no sign, no spaces).

@@ -253,3 +253,44 @@ func TestPlaceholdersAllParse(t *testing.T) {
 		t.Fatalf("template of every placeholder %q: %v", all, err)
 	}
 }
+
+// TestGenerationNames: generation 0 keeps upstream's names; a re-created
+// partition's objects carry "-g<n>" and parse back; nothing else parses.
+func TestGenerationNames(t *testing.T) {
+	pn := NewNamer("p", mustParse(t, "{stream}/{topic}"), "jsonl.gz").Partition("s", "t", 7)
+	if got, want := pn.Object(0, 99, upstreamTS), "p/s/t/00007-00000000000000000000-00000000000000000099.jsonl.gz"; got != want {
+		t.Fatalf("generation 0: %s, want %s", got, want)
+	}
+	g2 := pn.Generation(2)
+	for _, tt := range []struct {
+		key  string
+		want Name
+	}{
+		{g2.Object(0, 99, upstreamTS), Name{Partition: 7, First: 0, Last: 99, Generation: 2, Ext: "jsonl.gz"}},
+		{g2.Gap(5, 9, upstreamTS), Name{Partition: 7, First: 5, Last: 9, Generation: 2, Gap: true, Ext: GapExt}},
+		{pn.Gap(5, 9, upstreamTS), Name{Partition: 7, First: 5, Last: 9, Gap: true, Ext: GapExt}},
+	} {
+		got, ok := ParseName(tt.key)
+		if !ok || got != tt.want {
+			t.Errorf("ParseName(%q) = %+v, %v; want %+v", tt.key, got, ok, tt.want)
+		}
+	}
+	if !strings.HasSuffix(g2.Object(0, 99, upstreamTS), "-00000000000000000099-g2.jsonl.gz") {
+		t.Errorf("generation 2 name %s", g2.Object(0, 99, upstreamTS))
+	}
+	for _, bad := range []string{
+		"00007-00000000000000000000-00000000000000000099-g0.jsonl",
+		"00007-00000000000000000000-00000000000000000099-g02.jsonl",
+		"00007-00000000000000000000-00000000000000000099-g.jsonl",
+		"00007-00000000000000000000-00000000000000000099-g2",
+		"00007-00000000000000000000-00000000000000000099-gx.jsonl",
+		"00007-00000000000000000000-00000000000000000099-g4294967296.jsonl",
+	} {
+		if n, ok := ParseName(bad); ok {
+			t.Errorf("ParseName(%q) = %+v, want no match", bad, n)
+		}
+	}
+	if _, _, _, _, ok := ParseObjectName(g2.Object(0, 99, upstreamTS)); ok {
+		t.Error("ParseObjectName accepted a generation name; it reads upstream names only")
+	}
+}

@@ -1,6 +1,10 @@
 package keys
 
-import "strings"
+import (
+	"math"
+	"strconv"
+	"strings"
+)
 
 // GapExt is the extension of gap markers. A marker is named like the data
 // object of its range with a leading '_' (which Athena, Hive and Spark skip
@@ -34,6 +38,16 @@ type PartitionNamer struct {
 	n             *Namer
 	stream, topic string
 	partition     uint32
+	generation    uint32
+}
+
+// Generation returns the namer of generation g of the partition: the
+// objects of a partition deleted and re-created g times. Generation 0 is
+// named exactly as upstream names objects; g > 0 adds "-g<g>" after the
+// offset range, so no name of one incarnation is a name of another.
+func (p PartitionNamer) Generation(g uint32) PartitionNamer {
+	p.generation = g
+	return p
 }
 
 // Object is the key of the data object holding offsets first..last, whose
@@ -67,6 +81,10 @@ func (p PartitionNamer) appendName(dst []byte, gap bool, first, last, tsMicros u
 		dst = append(dst, '_')
 	}
 	dst = appendFileName(dst, p.partition, first, last)
+	if p.generation > 0 {
+		dst = append(dst, "-g"...)
+		dst = strconv.AppendUint(dst, uint64(p.generation), 10)
+	}
 	dst = append(dst, '.')
 	return append(dst, ext...)
 }
@@ -96,6 +114,8 @@ func (p PartitionNamer) ListPrefix() string {
 type Name struct {
 	Partition   uint32
 	First, Last uint64
+	// Generation is the partition's incarnation count (0 for names without "-g").
+	Generation uint32
 	// Gap is set for a gap marker.
 	Gap bool
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap").
@@ -108,9 +128,52 @@ type Name struct {
 func ParseName(key string) (Name, bool) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
 	gap := strings.HasPrefix(name, "_")
-	part, first, last, ext, ok := ParseObjectName(strings.TrimPrefix(name, "_"))
-	if !ok || gap != (ext == GapExt) {
+	n, ok := parseName(strings.TrimPrefix(name, "_"))
+	if !ok || gap != (n.Ext == GapExt) {
 		return Name{}, false
 	}
-	return Name{Partition: part, First: first, Last: last, Gap: gap, Ext: ext}, true
+	n.Gap = gap
+	return n, true
+}
+
+// parseName reads "<partition>-<first:020>-<last:020>[-g<generation>].<ext>".
+func parseName(name string) (Name, bool) {
+	dash := strings.IndexByte(name, '-')
+	if dash < 5 {
+		return Name{}, false
+	}
+	p, ok := parseDigits(name[:dash])
+	if !ok || p > math.MaxUint32 || (dash > 5 && name[0] == '0') {
+		return Name{}, false
+	}
+	rest := name[dash+1:]
+	// 20 digits, '-', 20 digits, then the generation or '.', then an extension.
+	if len(rest) < 20+1+20+1+1 || rest[20] != '-' {
+		return Name{}, false
+	}
+	f, ok1 := parseDigits(rest[:20])
+	l, ok2 := parseDigits(rest[21:41])
+	if !ok1 || !ok2 || f > l {
+		return Name{}, false
+	}
+	n := Name{Partition: uint32(p), First: f, Last: l}
+	rest = rest[41:]
+	if strings.HasPrefix(rest, "-g") {
+		dot := strings.IndexByte(rest, '.')
+		if dot < 0 {
+			return Name{}, false
+		}
+		g, ok := parseDigits(rest[2:dot])
+		// Canonical only: no leading zero, and generation 0 has no suffix.
+		if !ok || g == 0 || g > math.MaxUint32 || rest[2] == '0' {
+			return Name{}, false
+		}
+		n.Generation = uint32(g)
+		rest = rest[dot:]
+	}
+	if len(rest) < 2 || rest[0] != '.' {
+		return Name{}, false
+	}
+	n.Ext = rest[1:]
+	return n, true
 }

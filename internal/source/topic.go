@@ -19,6 +19,10 @@ type PartitionInfo struct {
 	MessagesCount uint64
 	// CurrentOffset is the highest offset written (0 when empty).
 	CurrentOffset uint64
+	// CreatedAt is the partition's creation time in microseconds: it
+	// identifies an incarnation (a partition deleted and re-created under
+	// the same name gets a new one).
+	CreatedAt uint64
 }
 
 // Topic is a resolved stream/topic and its consumer group.
@@ -64,7 +68,7 @@ func (c *Conn) Topic(ctx context.Context, stream, topic, group string) (*Topic, 
 	}
 	t := &Topic{Stream: stream, Topic: topic, Group: group, streamID: sid, topicID: tid, groupID: gid, consumer: iggcon.NewGroupConsumer(gid)}
 	for _, p := range details.Partitions {
-		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset})
+		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset, CreatedAt: p.CreatedAt})
 	}
 	return t, nil
 }
@@ -82,7 +86,7 @@ func (c *Conn) Refresh(ctx context.Context, t *Topic) error {
 	}
 	t.Partitions = t.Partitions[:0]
 	for _, p := range details.Partitions {
-		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset})
+		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset, CreatedAt: p.CreatedAt})
 	}
 	return nil
 }

@@ -80,14 +80,12 @@ var gzipPool = sync.Pool{New: func() any {
 	return s
 }}
 
-// zstdOneShot serves Compress; EncodeAll is safe for concurrent use and
-// reuses its internal encoders.
-var zstdOneShot = sync.OnceValues(func() (*zstd.Encoder, error) {
-	return zstd.NewWriter(nil)
-})
-
-// zstdStreams holds streaming encoders for ObjectWriter. One goroutine per
-// stream keeps memory predictable inside a Lambda.
+// zstdStreams holds the streaming encoders of both Compress and ObjectWriter.
+// One encoder type with one goroutine (a predictable footprint inside a
+// Lambda) and no Flush: its blocks are cut by size alone, so the bytes do
+// not depend on how the input was split into writes, and an object built in
+// memory compresses to exactly the bytes of the same object streamed
+// (EncodeAll frames its input differently).
 var zstdStreams = sync.Pool{New: func() any {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	if err != nil {
@@ -118,11 +116,20 @@ func Compress(dst, src []byte, compression Compression) ([]byte, error) {
 		}
 		return out, nil
 	case CompressionZstd:
-		enc, err := zstdOneShot()
+		out := appendWriter{b: dst}
+		zw, release, err := newCompressor(&out, compression)
+		if err != nil {
+			return dst, err
+		}
+		defer release()
+		_, err = zw.Write(src)
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return dst, fmt.Errorf("batch: zstd: %w", err)
 		}
-		return enc.EncodeAll(src, dst), nil
+		return out.b, nil
 	}
 	return dst, checkCompression(compression)
 }

@@ -233,8 +233,8 @@ func (d *Dynamo) Adopt(ctx context.Context, s State, incarnation uint64, ttl tim
 	if err := checkIncarnation("adopt", s, incarnation, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "adopt", s, ttl, ", #inc = :inc ADD #ver :one", noIntent+" AND (attribute_not_exists(#inc) OR #inc = :zero)",
-		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0)},
+	return d.write(ctx, "adopt", s, ttl, ", #inc = :inc ADD #ver :one", "",
+		map[string]types.AttributeValue{":inc": num(incarnation)},
 		func(old State) bool { return old.Incarnation == incarnation })
 }
 

@@ -80,7 +80,9 @@ type Store interface {
 	// Skip advances LastWritten without an object (a reported retention gap, or adopting the group's
 	// offset when it is ahead); GapMessages += gapMessages.
 	Skip(ctx context.Context, s State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (State, error)
-	// Adopt records the incarnation of a state that has none yet (Incarnation == 0).
+	// Adopt records incarnation as the state's own without moving its position: the first time the
+	// partition's creation time is seen, or when the server reports another one for what the group's
+	// offsets show is the same partition.
 	Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
 	// Reset moves the state to a new incarnation of its partition: Generation++, Incarnation set,
 	// position cleared (HasWritten false, LastWritten 0); counters are kept. No intent may be pending.
@@ -173,11 +175,9 @@ func checkIncarnation(op string, s State, incarnation uint64, ttl time.Duration)
 	switch {
 	case incarnation == 0:
 		return fmt.Errorf("state: %s %s: incarnation 0 is reserved for \"none recorded\"", op, s.Key)
-	case s.Intent != nil:
+	case op == "reset" && s.Intent != nil:
 		return fmt.Errorf("state: %s %s: unfinished intent %d..%d (%s) must be settled first",
 			op, s.Key, s.Intent.First, s.Intent.Last, s.Intent.ObjectKey)
-	case op == "adopt" && s.Incarnation != 0:
-		return fmt.Errorf("state: adopt %s: incarnation %d already recorded (use Reset)", s.Key, s.Incarnation)
 	case op == "reset" && s.Generation == math.MaxUint32:
 		return fmt.Errorf("state: reset %s: generation limit reached", s.Key)
 	}

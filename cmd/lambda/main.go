@@ -14,16 +14,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
-// leases, leaving the group (drain.CleanupTimeout each) and writing metrics.
-const cleanupMargin = 2*drain.CleanupTimeout + time.Second
+// leases, leaving the group (app.CleanupTimeout each) and writing metrics.
+const cleanupMargin = 2*app.CleanupTimeout + time.Second
 
 func main() {
 	logger := logging.New(os.Stderr, os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_FORMAT"))
@@ -61,7 +61,8 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	}
 	h.log.Info("configuration", "config", cfg.String())
 	app.ApplyMemoryLimit(cfg, h.log)
-	s, err := app.New(ctx, cfg, app.Options{Logger: h.log})
+	emf := &app.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+	s, err := app.New(ctx, cfg, app.Options{Logger: h.log, Hooks: []drain.Hook{emf}})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,8 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 	s, err := h.setup(ctx)
 	if err != nil {
 		h.log.Error("setup failed", "error", err.Error())
-		h.emit("", started, nil, true)
+		failed := &app.EMF{W: h.metrics, Function: h.function, Logger: h.log}
+		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
 		return nil, err
 	}
 	runCtx := ctx
@@ -87,36 +89,5 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 	}
 	sum, err := s.Run(runCtx)
 	sum.Log(h.log, err)
-	h.emit(s.Config.Plugin.MetricsNamespace, started, sum, err != nil)
-	if err != nil {
-		return sum, err
-	}
-	return sum, nil
-}
-
-func (h *handler) emit(ns string, started time.Time, sum *drain.Summary, failed bool) {
-	if ns == "" {
-		ns = "IggyS3Sink" // configuration did not load
-	}
-	run := metrics.Run{Function: h.function, Duration: time.Since(started), Failed: failed}
-	if sum != nil {
-		for _, p := range sum.Partitions {
-			run.Partitions = append(run.Partitions, metrics.Partition{
-				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,
-				Objects: p.Objects, Messages: p.Messages, Bytes: p.Bytes, Lag: p.Lag,
-				GapMessages: gapMessages(p.Gaps), InvalidPayloads: p.InvalidPayloads, Retries: p.Retries,
-			})
-		}
-	}
-	if err := metrics.WriteEMF(h.metrics, ns, time.Now(), run); err != nil {
-		h.log.Warn("writing metrics failed", "error", err.Error())
-	}
-}
-
-func gapMessages(gaps []drain.Gap) uint64 {
-	var n uint64
-	for _, g := range gaps {
-		n += g.Last - g.First + 1
-	}
-	return n
+	return sum, err
 }

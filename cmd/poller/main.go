@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "path of the TOML configuration file (default: $SINK_CONFIG)")
 	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	interval := fs.Duration("interval", 0, "run: time between runs (default: the first stream's poll_interval, at least 1s)")
+	emitMetrics := fs.Bool("metrics", os.Getenv("SINK_METRICS") == "emf", "write each run's CloudWatch EMF metric lines to stdout, as the Lambda does (env SINK_METRICS=emf)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -94,7 +95,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Info("configuration", "config", cfg.String())
 	app.ApplyMemoryLimit(cfg, logger)
-	s, err := app.New(ctx, cfg, app.Options{CreateTable: true, Logger: logger})
+	opts := app.Options{CreateTable: true, Logger: logger}
+	if *emitMetrics && cmd != "audit" {
+		opts.Hooks = append(opts.Hooks, &app.EMF{W: stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: logger})
+	}
+	s, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "poller:", err)
 		return 1
@@ -119,10 +124,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		every = max(every, time.Second)
 		for {
-			_ = once(ctx, s, logger)
+			sum, err := s.Run(ctx)
+			sum.Log(logger, err)
 			select {
 			case <-ctx.Done():
-				logger.Info("stopping on signal; leases released and groups left")
+				logger.Info("poller stopped on a signal", "leases_released", sum.LeasesReleased, "leases", sum.Leases,
+					"groups_left", sum.GroupsLeft, "groups", sum.Groups)
 				return 0
 			case <-time.After(every):
 			}

@@ -23,7 +23,6 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -40,9 +39,10 @@ type Options struct {
 	// Objects replaces the S3 uploader built from the configuration.
 	Objects ObjectStore
 	Logger  *slog.Logger
-	// Hook is passed to every run (crash tests).
-	Hook func(step drain.Step, p batch.Partition) error
-	// KeepLimit overrides the largest object built in memory (tests).
+	// Hooks are called by every run (metrics, crash tests); see drain.Hook.
+	Hooks []drain.Hook
+	// KeepLimit is the largest object built in memory; larger ones are
+	// re-read from Iggy and streamed. Default: multipart_threshold.
 	KeepLimit int64
 }
 
@@ -61,8 +61,10 @@ type Sink struct {
 	opts    Options
 	iggy    source.Config
 	pipe    batch.Transformer
-	host    string
-	runs    atomic.Uint64
+	// drainOpts is the configuration as every run takes it, translated once.
+	drainOpts drain.Options
+	host      string
+	runs      atomic.Uint64
 }
 
 // New builds the sink. AWS clients are made here, once; Iggy connections
@@ -83,6 +85,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	if pipe.Len() > 0 {
 		s.pipe = pipe
 	}
+	s.drainOpts = DrainOptions(cfg, s.pipe, opts.KeepLimit)
 
 	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != ""
 	var awsCfg aws.Config
@@ -192,15 +195,13 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 func (s *Sink) Runner() *drain.Runner {
 	n := s.runs.Add(1)
 	return &drain.Runner{
-		Config:      s.Config,
-		Dial:        s.dial,
-		State:       s.State,
-		Objects:     s.Objects,
-		Owner:       fmt.Sprintf("%s/run-%d", s.host, n),
-		Logger:      s.log,
-		Transformer: s.pipe,
-		KeepLimit:   s.opts.KeepLimit,
-		Hook:        s.opts.Hook,
+		Options: s.drainOpts,
+		Dial:    s.dial,
+		State:   s.State,
+		Objects: s.Objects,
+		Owner:   fmt.Sprintf("%s/run-%d", s.host, n),
+		Logger:  s.log,
+		Hooks:   s.opts.Hooks,
 	}
 }
 
@@ -241,8 +242,7 @@ func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
 			}
 		}
 	}
-	names := keys.NewNamer(s.Config.Plugin.Prefix, s.Config.Plugin.Template, "")
-	return audit.Check(ctx, s.Objects, names, parts)
+	return audit.Check(ctx, s.Objects, s.drainOpts.Names, parts)
 }
 
 // ErrAuditFailed reports an overlap or an unreported gap.

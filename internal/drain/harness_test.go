@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,17 +18,25 @@ import (
 	"time"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	miniserver "github.com/truora/minidyn/server"
 )
 
 // Secrets used by every end-to-end test; no log line or error may contain them.
@@ -35,9 +45,9 @@ const (
 	iggyPassword = "iggy-pw-7f3a9c"
 )
 
-// world is one set of real servers on loopback: the in-repo Iggy broker (or
-// a real Iggy server named by IGGY_TEST_ADDRESS), versitygw for S3 and
-// moto_server for DynamoDB.
+// world is one set of servers on loopback: the in-repo Iggy broker (or a
+// real Iggy server named by IGGY_TEST_ADDRESS), an S3 and a DynamoDB, each
+// in process or real, per backend.
 type world struct {
 	t *testing.T
 	// iggy creates topics, produces and reads group offsets; broker is the
@@ -47,19 +57,61 @@ type world struct {
 	stream   string
 	user     string
 	password string
+	backend  string
 	s3       *testenv.S3
-	moto     *testenv.Moto
-	logs     *testenv.LockedBuffer
+	// fakeS3 is the in-process S3 (with its fault switch), nil otherwise.
+	fakeS3 *s3fake.Server
+	// moto is the DynamoDB server of the external backends; dynamoURL
+	// replaces its address (a proxy in front of it). The in-process backend
+	// has a minidyn server at dynamoURL instead.
+	moto      *testenv.Moto
+	dynamoURL string
+	logs      *testenv.LockedBuffer
 	// produced[stream/topic][partition][offset] is every payload sent.
 	produced map[string][][]sent
 	buckets  map[string]bool
-	// dynamoURL, when set, replaces moto's address (a fault proxy in front of it).
-	dynamoURL string
 }
 
 type sent struct {
 	payload []byte
 	headers []byte
+}
+
+// backends are the S3 and DynamoDB servers the drain's tests run against.
+// inproc (gofakes3 and minidyn in this process) always runs, so the
+// protocol is proven on a machine with nothing installed; the others run
+// when their servers are installed (always in CI). DRAIN_BACKENDS=inproc
+// (a comma-separated list) picks some.
+var backends = []struct {
+	name  string
+	start func(t *testing.T, w *world)
+}{
+	{"inproc", func(t *testing.T, w *world) {
+		w.fakeS3 = s3fake.Start(t)
+		w.s3 = w.fakeS3.S3
+		srv := httptest.NewServer(miniserver.NewServer())
+		t.Cleanup(srv.Close)
+		w.dynamoURL = srv.URL
+	}},
+	{"versitygw", func(t *testing.T, w *world) {
+		w.s3, w.moto = testenv.StartVersity(t), testenv.StartMoto(t)
+	}},
+}
+
+// eachBackend runs test once per selected backend, as subtests.
+func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
+	picked := strings.Split(os.Getenv("DRAIN_BACKENDS"), ",")
+	for _, b := range backends {
+		if picked[0] != "" && !slices.Contains(picked, b.name) {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.backend = b.name
+			b.start(t, w)
+			test(t, w)
+		})
+	}
 }
 
 func newWorld(t *testing.T) *world {
@@ -75,7 +127,6 @@ func newWorld(t *testing.T) *world {
 		t.Cleanup(func() { b.Close() })
 		w.iggy, w.broker = b, b
 	}
-	w.s3, w.moto = testenv.StartVersity(t), testenv.StartMoto(t)
 	w.logs, w.produced, w.buckets = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
@@ -132,25 +183,33 @@ func (w *world) config(settings map[string]string) *config.Config {
 	return cfg
 }
 
-// sink builds a sink the way the poller does, with DynamoDB on moto.
+// sink builds a sink the way the poller does, with DynamoDB on moto (or
+// minidyn, in process).
 func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 	w.t.Helper()
 	if !w.buckets[cfg.Plugin.Bucket] {
 		w.s3.CreateBucket(w.t, cfg.Plugin.Bucket)
 		w.buckets[cfg.Plugin.Bucket] = true
 	}
-	dynamo := w.moto.Endpoint
-	if w.dynamoURL != "" {
-		dynamo = w.dynamoURL
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	dynamo := w.dynamoEndpoint()
+	if w.moto == nil && opts.State == nil {
+		// minidyn sends no CRC32 header; the SDK would warn on every reply.
+		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(dynamo), DisableValidateResponseChecksum: true,
+			Credentials: credentials.NewStaticCredentialsProvider("test", "test-secret", ""), Logger: logging.Nop{}})
+		store := state.NewDynamo(client, cfg.Plugin.StateTable, nil)
+		if err := store.EnsureTable(context.Background()); err != nil {
+			w.t.Fatal(err)
+		}
+		opts.State = store
 	}
 	w.t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamo)
 	w.t.Setenv("AWS_ACCESS_KEY_ID", "moto")
 	w.t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
 	w.t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	opts.CreateTable = true
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	s, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
 		w.t.Fatalf("sink: %v", err)
@@ -260,10 +319,20 @@ func (w *world) objects(s *app.Sink, prefix string) []object {
 	w.t.Helper()
 	ctx := context.Background()
 	var out []object
-	err := s.Objects.List(ctx, prefix, func(key string, size int64) error {
+	voided := map[string]bool{}
+	err := s.Objects.List(ctx, prefix, func(key string, _ int64) error {
+		if k, ok := keys.Voided(key); ok {
+			voided[k] = true
+		}
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	err = s.Objects.List(ctx, prefix, func(key string, size int64) error {
 		name := key[strings.LastIndexByte(key, '/')+1:]
-		if strings.HasPrefix(name, "_") {
-			return nil // gap marker
+		if strings.HasPrefix(name, "_") || voided[key] {
+			return nil // a gap or void marker, or a voided key
 		}
 		var o object
 		if _, err := fmt.Sscanf(name, "%05d-%020d-%020d", &o.partition, &o.first, &o.last); err != nil {
@@ -475,8 +544,20 @@ func (r *recordingStore) conflicting() []string {
 	return keys
 }
 
-var (
-	_ = base64.StdEncoding
-	_ = drain.StepPolled
-	_ = state.ErrLeaseHeld
-)
+// stepFunc is a drain.StepHook made of a function (crash tests).
+type stepFunc func(drain.Step, batch.Partition) error
+
+func (f stepFunc) OnStep(s drain.Step, p batch.Partition) error { return f(s, p) }
+
+// crashAt returns hooks that crash a run at step.
+func crashAt(f func(drain.Step, batch.Partition) error) []drain.Hook {
+	return []drain.Hook{stepFunc(f)}
+}
+
+// dynamoEndpoint is the DynamoDB the sinks use: a proxy, minidyn or moto.
+func (w *world) dynamoEndpoint() string {
+	if w.dynamoURL != "" {
+		return w.dynamoURL
+	}
+	return w.moto.Endpoint
+}

@@ -63,6 +63,9 @@ type Result struct {
 	Retries   int  // of which retries
 	Multipart bool // sent as a multipart upload
 	Parts     int  // parts of the multipart upload; 0 for a single PutObject
+	// Existed is set when the key already held exactly these bytes (a
+	// retried or repeated write): nothing was written.
+	Existed bool
 }
 
 // S3API is the part of *s3.Client the uploader uses.

@@ -20,14 +20,24 @@ demo:
 test: tools py-tools sam-cli fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie) into .bin/
-tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie
+## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie, minio) into .bin/
+tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie $(BIN)/minio
 
 $(BIN)/versitygw: go.mod
 	$(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
 
 $(BIN)/aws-lambda-rie: go.mod
 	$(GO) build -o $@ github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+# MinIO is a test service only: AGPL-3.0, so it is never imported by the product's code (it is
+# not in go.mod) and never shipped. Built once per version (about 3 min on 2 cores); the stamp
+# file rebuilds it when MINIO_VERSION changes.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+$(BIN)/minio: $(BIN)/.minio-$(MINIO_VERSION)
+$(BIN)/.minio-$(MINIO_VERSION):
+	@echo "building MinIO $(MINIO_VERSION) into .bin/ (test service only)"
+	GOBIN=$(BIN) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+	@touch $@
 
 ## py-tools: moto_server and cfn-lint from the machine, else from PyPI
 py-tools:

@@ -1,5 +1,5 @@
-// Package s3store is the sink's S3 client: writes with bounded, logged retries,
-// streamed multipart uploads aborted on failure, listing and reading.
+// Package s3store is the sink's S3 client: create-only, verified writes with
+// bounded, logged retries, streamed multipart uploads, existence checks, listing and reading.
 //
 // Retries: every request gets Options.MaxAttempts attempts in total; only
 // transient failures (network errors, HTTP 5xx, 408, 429; see Retryable) are
@@ -9,11 +9,31 @@
 // at once. A stalled server becomes a retryable timeout through the HTTP
 // transport's ResponseHeaderTimeout.
 //
-// Idempotence: an object's key is derived from its offset range and its bytes
-// from that range, so re-sending a request (or a whole upload) writes the same
-// object again. A CompleteMultipartUpload whose reply was lost and whose retry
-// finds the upload gone (NoSuchUpload) is accepted when the object exists
-// with the uploaded size.
+// Create-only writes: every PutObject and CompleteMultipartUpload carries
+// If-None-Match: *, so a key is written at most once and a stale writer
+// cannot replace an object. When a write meets an existing object — a 412,
+// a retried Complete whose upload is gone (the earlier attempt completed it
+// and the reply was lost), a retried PUT after a lost reply — the uploader
+// compares the object with what it sent: size (HeadObject), then content
+// (GetObject streamed through MD5, part by part, against the MD5s of the
+// bodies it sent). The same bytes are success with Result.Existed; other
+// bytes are a *ConflictError (errors.Is(err, ErrConflict)); the object is
+// never overwritten or deleted. The comparison and Head need s3:GetObject on
+// the objects (HeadObject is authorised by it). The store must honour the condition:
+// AWS S3, MinIO, versitygw and moto do on both requests; gofakes3 ignores
+// it on CompleteMultipartUpload (see TestConditionalWritesPerStore).
+//
+// Proof of upload: a 2xx reply counts only with an ETag; for PutObject and
+// UploadPart it must be the MD5 of the bytes sent (unless SSE-KMS makes it
+// opaque), and a CompleteMultipartUpload ETag of the composite form
+// (md5-of-part-md5s "-N") must match the parts. Anything else is a failed
+// attempt, retried. The MD5 of each body is computed on its own goroutine
+// while the body is sent; it also serves the comparison above, so no other
+// hash is kept (BenchmarkHashes, BenchmarkPutObject/SDK).
+//
+// Clean-up (aborting a failed multipart upload and orphaned ones) runs even
+// when the caller's context has ended, for at most Options.CleanupTimeout
+// and never past the caller's deadline plus that budget.
 //
 // Checksums: NewClient sets RequestChecksumCalculation and
 // ResponseChecksumValidation to WhenRequired, so the SDK adds no

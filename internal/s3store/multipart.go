@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -12,9 +11,9 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// abortTimeout bounds the clean-up of a failed upload, which runs even when
-// the caller's context is already cancelled.
-const abortTimeout = 2 * time.Minute
+// errGone marks a retried CompleteMultipartUpload that found its upload
+// gone: an earlier attempt may have completed it and lost the reply.
+var errGone = errors.New("the multipart upload is gone after a retried completion")
 
 // multipart is one multipart upload in progress. Its methods are called by
 // one goroutine at a time.
@@ -23,12 +22,14 @@ type multipart struct {
 	key      string
 	uploadID string
 	parts    []types.CompletedPart
+	sums     []partSum // size and MD5 of each part sent, for comparisons
 	bytes    int64
 	count    counter
 	// orphans is set when a CreateMultipartUpload attempt failed without a
 	// clear refusal: the store may have created an upload whose id never
 	// reached us.
 	orphans bool
+	existed bool // the key already held the bytes sent (Result.Existed)
 }
 
 func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, error) {
@@ -43,20 +44,23 @@ func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, 
 			return err
 		}
 		if aws.ToString(out.UploadId) == "" {
-			return errors.New("CreateMultipartUpload returned no upload id")
+			m.orphans = true
+			return &badReplyError{status: replyStatus(out.ResultMetadata), problem: "it has no upload id"}
 		}
 		m.uploadID = aws.ToString(out.UploadId)
 		return nil
 	})
 	if err != nil {
-		m.abortOrphans(ctx)
+		cctx, cancel := u.cleanupContext(ctx)
+		m.abortOrphans(cctx)
+		cancel()
 	}
 	return m, err
 }
 
 func (m *multipart) result() Result {
 	return Result{Bytes: m.bytes, Attempts: m.count.attempts, Retries: m.count.retries,
-		Multipart: true, Parts: len(m.parts)}
+		Multipart: true, Parts: len(m.parts), Existed: m.existed}
 }
 
 func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
@@ -66,6 +70,8 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			m.key, maxParts, m.u.opts.PartSize)
 	}
 	var etag *string
+	sum := startMD5(data)
+	defer sum.wait() // data is not read after the part is done
 	err := m.u.do(ctx, &m.count, "UploadPart", m.key, func(ctx context.Context) error {
 		body := newFencedBody(data)
 		defer body.fence()
@@ -81,7 +87,7 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			return err
 		}
 		etag = out.ETag
-		return nil
+		return m.u.checkETag(out.ETag, out.ResultMetadata, sum.wait(), len(data))
 	})
 	if err != nil {
 		var e *Error
@@ -91,47 +97,66 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 		return err
 	}
 	m.parts = append(m.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(number)})
+	m.sums = append(m.sums, partSum{size: int64(len(data)), md5: sum.wait()})
 	m.bytes += int64(len(data))
 	return nil
 }
 
-// complete finishes the upload. A retried Complete whose earlier attempt
-// reached the store (reply lost) gets NoSuchUpload; the object is then
-// accepted if it exists with the uploaded size — the same key always gets the
-// same bytes, so that is the object we wrote.
+// complete finishes the upload, create-only (If-None-Match: *). When the
+// key exists (412), or a retried Complete finds the upload gone because an
+// earlier attempt completed it and lost the reply, the object is compared
+// with the parts sent: the same bytes are success (Result.Existed), other
+// bytes a *ConflictError.
 func (m *multipart) complete(ctx context.Context) (Result, error) {
 	tries := 0
 	err := m.u.do(ctx, &m.count, "CompleteMultipartUpload", m.key, func(ctx context.Context) error {
 		tries++
-		_, err := m.u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		out, err := m.u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket:          aws.String(m.u.opts.Bucket),
 			Key:             aws.String(m.key),
 			UploadId:        aws.String(m.uploadID),
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: m.parts},
+			IfNoneMatch:     aws.String("*"),
 		})
-		if err != nil && tries > 1 && isCode(err, "NoSuchUpload") && m.landed(ctx) {
-			return nil
+		if err != nil {
+			if tries > 1 && isCode(err, "NoSuchUpload") {
+				return fmt.Errorf("%w (%w)", errGone, err)
+			}
+			return existsErr(err)
 		}
-		return err
+		return m.u.checkCompleteETag(out.ETag, out.ResultMetadata, m.sums)
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, errExists):
+		// The store keeps a refused upload's parts: abort them first.
+		cctx, cancel := m.u.cleanupContext(ctx)
+		m.abortQuietly(cctx, m.uploadID)
+		cancel()
+		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, err)
+		m.existed = err == nil
+	case errors.Is(err, errGone):
+		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, err)
+		m.existed = err == nil
+	default:
 		return m.fail(ctx, err)
 	}
-	m.abortOrphans(ctx)
-	return m.result(), nil
+	cctx, cancel := m.u.cleanupContext(ctx)
+	defer cancel()
+	m.abortOrphans(cctx)
+	return m.result(), err
 }
 
 // abortOrphans aborts the other open uploads of this key after a Create had
 // to be retried. Only one run writes a key at a time (the partition lease),
 // so any other upload of the key is an orphan: ours from a lost reply, or a
 // dead run's. Best effort: it needs s3:ListBucketMultipartUploads, and a
-// lifecycle rule for incomplete uploads is the backstop.
+// lifecycle rule for incomplete uploads is the backstop. ctx is a clean-up
+// context (cleanupContext).
 func (m *multipart) abortOrphans(ctx context.Context) {
 	if !m.orphans {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
 	var c counter
 	var out *s3.ListMultipartUploadsOutput
 	err := m.u.do(ctx, &c, "ListMultipartUploads", m.key, func(ctx context.Context) error {
@@ -167,17 +192,23 @@ func (m *multipart) abort(ctx context.Context, uploadID string) error {
 	})
 }
 
-func (m *multipart) landed(ctx context.Context) bool {
-	out, err := m.u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(m.u.opts.Bucket), Key: aws.String(m.key)})
-	return err == nil && aws.ToInt64(out.ContentLength) == m.bytes
+// abortQuietly aborts an upload, logging a failure: the caller already has
+// the error that matters.
+func (m *multipart) abortQuietly(ctx context.Context, uploadID string) {
+	if err := m.abort(ctx, uploadID); err != nil {
+		m.u.opts.Logger.WarnContext(ctx, "s3 multipart upload left unfinished: abort failed; a bucket lifecycle rule for incomplete uploads cleans it up",
+			"bucket", m.u.opts.Bucket, "key", m.key, "upload_id", uploadID, "error", err)
+	}
 }
 
-// fail aborts the upload so no parts stay behind, and returns cause.
+// fail aborts the upload so no parts stay behind, and returns cause. The
+// abort gets at most CleanupTimeout, and never runs past the caller's
+// deadline plus that (cleanupContext).
 func (m *multipart) fail(ctx context.Context, cause error) (Result, error) {
 	if m.uploadID == "" {
 		return m.result(), cause
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	actx, cancel := m.u.cleanupContext(ctx)
 	defer cancel()
 	if err := m.abort(actx, m.uploadID); err != nil {
 		m.u.opts.Logger.ErrorContext(ctx, "s3 multipart upload left unfinished: abort failed; a bucket lifecycle rule for incomplete uploads cleans it up",

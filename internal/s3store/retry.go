@@ -42,7 +42,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether err is transient: a network failure (reset, EOF,
-// timeout), HTTP 5xx, 408 or 429. Client errors (400, 403, 404, ...) and the
+// timeout), HTTP 5xx, 408, 429, a 409 ConditionalRequestConflict, or a 2xx
+// reply that does not prove the upload (no ETag, or not the bytes' MD5). Client errors (400, 403, 404, ...) and the
 // caller's own cancellation are final.
 func Retryable(err error) bool {
 	if err == nil {
@@ -52,6 +53,15 @@ func Retryable(err error) bool {
 	// Is method), so only the sentinel itself marks the caller's deadline.
 	if errors.Is(err, context.Canceled) || holds(err, context.DeadlineExceeded) {
 		return false
+	}
+	var bad *badReplyError
+	if errors.As(err, &bad) {
+		return true // a 2xx that proves nothing: the store may not have the bytes
+	}
+	// 409 ConditionalRequestConflict: another conditional write of the key
+	// was in flight; the retry meets its outcome (412 and a comparison).
+	if isCode(err, "ConditionalRequestConflict") {
+		return true
 	}
 	if status := httpStatus(err); status != 0 {
 		return status >= 500 || status == 408 || status == 429
@@ -107,6 +117,10 @@ func httpStatus(err error) int {
 	var respErr *smithyhttp.ResponseError
 	if errors.As(err, &respErr) {
 		return respErr.HTTPStatusCode()
+	}
+	var bad *badReplyError
+	if errors.As(err, &bad) {
+		return bad.status
 	}
 	return 0
 }

@@ -59,6 +59,8 @@ func TestRetryable(t *testing.T) {
 		{"404", statusErr(404, "NoSuchBucket"), false},
 		{"409", statusErr(409, "OperationAborted"), false},
 		{"412", statusErr(412, "PreconditionFailed"), false},
+		{"409 conditional write in flight", statusErr(409, "ConditionalRequestConflict"), true},
+		{"2xx without ETag", &badReplyError{status: 200, problem: "it has no ETag"}, true},
 		{"connection reset", sendErr(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
 		{"bare ECONNRESET", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
 		{"broken pipe", fmt.Errorf("write: %w", syscall.EPIPE), true},

@@ -11,9 +11,12 @@ import (
 // Stream uploads what write produces without holding the whole object: the
 // bytes fill a part buffer, and full parts are uploaded by a second goroutine
 // while write fills the next one, so at most two parts are in memory. A body
-// no larger than one part goes out as a single PutObject. On any failure —
-// write's error, a part failing for good, ctx ending — the multipart upload
-// is aborted so no orphaned parts remain.
+// no larger than one part goes out as a single PutObject. Both ways the write
+// is create-only, like Put's: an existing key is success (Result.Existed)
+// only if it holds exactly the bytes written, else a *ConflictError. On any
+// failure — write's error, a part failing for good, ctx ending — the
+// multipart upload is aborted (within CleanupTimeout) so no orphaned parts
+// remain.
 func (u *Uploader) Stream(ctx context.Context, obj Object, write func(w io.Writer) error) (Result, error) {
 	if err := u.check(obj.Key); err != nil {
 		return Result{}, err
@@ -31,9 +34,7 @@ func (u *Uploader) Stream(ctx context.Context, obj Object, write func(w io.Write
 		if werr != nil {
 			return Result{}, wrapKey(obj.Key, werr)
 		}
-		var c counter
-		err := u.putObject(ctx, &c, obj, s.cur)
-		return Result{Bytes: int64(len(s.cur)), Attempts: c.attempts, Retries: c.retries}, err
+		return u.putSingle(ctx, obj, s.cur)
 	}
 	if werr == nil && len(s.cur) > 0 {
 		werr = s.send(s.cur)

@@ -3,6 +3,8 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +57,16 @@ func (f *fakeS3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastPut = in
+	if _, ok := f.objects[*in.Key]; ok && aws.ToString(in.IfNoneMatch) == "*" {
+		return nil, statusErr(412, "PreconditionFailed")
+	}
 	f.objects[*in.Key] = data
-	return &s3.PutObjectOutput{}, nil
+	return &s3.PutObjectOutput{ETag: aws.String(etagOf(data))}, nil
+}
+
+func etagOf(data []byte) string {
+	sum := md5.Sum(data)
+	return `"` + hex.EncodeToString(sum[:]) + `"`
 }
 
 func (f *fakeS3) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
@@ -83,7 +93,7 @@ func (f *fakeS3) UploadPart(ctx context.Context, in *s3.UploadPartInput, _ ...fu
 		return nil, statusErr(404, "NoSuchUpload")
 	}
 	parts[*in.PartNumber] = data
-	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"%d"`, *in.PartNumber))}, nil
+	return &s3.UploadPartOutput{ETag: aws.String(etagOf(data))}, nil
 }
 
 func (f *fakeS3) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
@@ -96,16 +106,23 @@ func (f *fakeS3) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMul
 	if !ok {
 		return nil, statusErr(404, "NoSuchUpload")
 	}
+	if _, ok := f.objects[*in.Key]; ok && aws.ToString(in.IfNoneMatch) == "*" {
+		return nil, statusErr(412, "PreconditionFailed")
+	}
 	var buf bytes.Buffer
+	h := md5.New()
 	for i, p := range in.MultipartUpload.Parts {
 		if *p.PartNumber != int32(i+1) {
 			return nil, statusErr(400, "InvalidPartOrder")
 		}
 		buf.Write(parts[*p.PartNumber])
+		sum := md5.Sum(parts[*p.PartNumber])
+		h.Write(sum[:])
 	}
 	f.objects[*in.Key] = buf.Bytes()
 	delete(f.uploads, *in.UploadId)
-	return &s3.CompleteMultipartUploadOutput{}, nil
+	etag := fmt.Sprintf(`"%x-%d"`, h.Sum(nil), len(in.MultipartUpload.Parts))
+	return &s3.CompleteMultipartUploadOutput{ETag: aws.String(etag)}, nil
 }
 
 func (f *fakeS3) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, _ ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
@@ -143,7 +160,16 @@ func (f *fakeS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _
 }
 
 func (f *fakeS3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	return nil, errors.New("fakeS3: GetObject not used in unit tests")
+	if err := f.enter("GetObject"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.objects[*in.Key]
+	if !ok {
+		return nil, statusErr(404, "NoSuchKey")
+	}
+	return &s3.GetObjectOutput{ContentLength: aws.Int64(int64(len(data))), Body: io.NopCloser(bytes.NewReader(data))}, nil
 }
 
 func (f *fakeS3) openUploads() int {
@@ -175,6 +201,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"small part", Options{Bucket: "b", PartSize: 1 << 20}, "part size 1048576"},
 		{"bad sse", Options{Bucket: "b", ServerSideEncryption: "aes256"}, `server_side_encryption "aes256"`},
 		{"kms key without kms", Options{Bucket: "b", SSEKMSKeyID: "k"}, "aws:kms"},
+		{"negative cleanup timeout", Options{Bucket: "b", CleanupTimeout: -time.Second}, "cleanup timeout -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,10 +252,12 @@ func TestCompleteReplyLostIsSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	if !bytes.Equal(f.objects["k"], body) || res.Parts != 3 || !res.Multipart {
+	if !bytes.Equal(f.objects["k"], body) || res.Parts != 3 || !res.Multipart || !res.Existed {
 		t.Fatalf("object %d bytes, result %+v", len(f.objects["k"]), res)
 	}
-	if f.count("CompleteMultipartUpload") != 2 || f.count("AbortMultipartUpload") != 0 {
+	// The object is compared with the parts sent: size, then content.
+	if f.count("CompleteMultipartUpload") != 2 || f.count("AbortMultipartUpload") != 0 ||
+		f.count("HeadObject") != 1 || f.count("GetObject") != 1 {
 		t.Fatalf("calls: %v", f.calls)
 	}
 }

@@ -24,6 +24,12 @@ const (
 	DefaultMultipartThreshold = 16 << 20
 	// MinPartSize is S3's lower bound for every part but the last.
 	MinPartSize = 5 << 20
+	// DefaultCleanupTimeout bounds the clean-up of a failed upload (aborts):
+	// an abort is one small request, so 5 s leaves room for two retries at the
+	// default backoff, and it is half the drain's default deadline margin
+	// (10 s), so a failure at the margin is cleaned up before a Lambda's hard
+	// timeout.
+	DefaultCleanupTimeout = 5 * time.Second
 	// maxParts is S3's upper bound on parts per upload.
 	maxParts = 10000
 )
@@ -46,7 +52,11 @@ type Options struct {
 	// ServerSideEncryption is "", "AES256" or "aws:kms" (SSEKMSKeyID optional).
 	ServerSideEncryption string
 	SSEKMSKeyID          string
-	Logger               *slog.Logger
+	// CleanupTimeout bounds aborting a failed multipart upload and orphaned
+	// ones. Clean-up runs even when the caller's context has ended, but never
+	// past min(now, the caller's deadline) + CleanupTimeout.
+	CleanupTimeout time.Duration
+	Logger         *slog.Logger
 	// Sleep waits between attempts; tests replace it to record delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -63,8 +73,10 @@ type Result struct {
 	Retries   int  // of which retries
 	Multipart bool // sent as a multipart upload
 	Parts     int  // parts of the multipart upload; 0 for a single PutObject
-	// Existed is set when the key already held exactly these bytes (a
-	// retried or repeated write): nothing was written.
+	// Existed: the store refused to create the key because it already held
+	// an object, and that object holds exactly the bytes sent (size and
+	// content compared). It may be this upload's own earlier attempt whose
+	// reply was lost, or another run's. Nothing was overwritten.
 	Existed bool
 }
 
@@ -119,6 +131,9 @@ func New(client S3API, o Options) *Uploader {
 	if o.Sleep == nil {
 		o.Sleep = sleepCtx
 	}
+	if o.CleanupTimeout == 0 {
+		o.CleanupTimeout = DefaultCleanupTimeout
+	}
 	return &Uploader{client: client, opts: o, bad: o.Validate()}
 }
 
@@ -137,6 +152,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("upload: part size %d bytes: must be at least %d (5 MiB)", o.PartSize, MinPartSize)
 	case o.MultipartThreshold < 0:
 		return fmt.Errorf("upload: multipart threshold %d: must not be negative", o.MultipartThreshold)
+	case o.CleanupTimeout < 0:
+		return fmt.Errorf("upload: cleanup timeout %s: must not be negative", o.CleanupTimeout)
 	}
 	switch o.ServerSideEncryption {
 	case "", string(types.ServerSideEncryptionAes256), string(types.ServerSideEncryptionAwsKms):
@@ -161,6 +178,9 @@ func (u *Uploader) check(key string) error {
 
 // Put stores body under obj.Key: one PutObject, or a multipart upload when
 // body is larger than MultipartThreshold. Every request is retried per policy.
+// The write is create-only: when the key already exists, Put succeeds with
+// Result.Existed only if the object holds exactly body, and otherwise returns
+// a *ConflictError (errors.Is(err, ErrConflict)); it never overwrites.
 func (u *Uploader) Put(ctx context.Context, obj Object, body []byte) (Result, error) {
 	if err := u.check(obj.Key); err != nil {
 		return Result{}, err
@@ -168,12 +188,29 @@ func (u *Uploader) Put(ctx context.Context, obj Object, body []byte) (Result, er
 	if int64(len(body)) > u.opts.MultipartThreshold {
 		return u.putMultipart(ctx, obj, body)
 	}
-	var c counter
-	err := u.putObject(ctx, &c, obj, body)
-	return Result{Bytes: int64(len(body)), Attempts: c.attempts, Retries: c.retries}, err
+	return u.putSingle(ctx, obj, body)
 }
 
-func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body []byte) error {
+// putSingle sends body with one create-only PutObject and, when the key
+// exists, compares the object with body.
+func (u *Uploader) putSingle(ctx context.Context, obj Object, body []byte) (Result, error) {
+	var c counter
+	sum := startMD5(body)
+	defer sum.wait() // body is not read after Put returns
+	err := u.putObject(ctx, &c, obj, body, sum)
+	res := Result{Bytes: int64(len(body)), Attempts: c.attempts, Retries: c.retries}
+	if errors.Is(err, errExists) {
+		err = u.sameBytes(ctx, &c, obj.Key, []partSum{{size: int64(len(body)), md5: sum.wait()}}, err)
+		res.Existed = err == nil
+		res.Attempts, res.Retries = c.attempts, c.retries
+	}
+	return res, err
+}
+
+// putObject sends body with If-None-Match: * until the store takes it, it
+// fails for good, or the key turns out to exist (an error wrapping
+// errExists). A reply without the ETag of body (its MD5) is a failed attempt.
+func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body []byte, sum *pendingMD5) error {
 	return u.do(ctx, c, "PutObject", obj.Key, func(ctx context.Context) error {
 		rd := newFencedBody(body)
 		defer rd.fence()
@@ -182,11 +219,15 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 			Key:           aws.String(obj.Key),
 			Body:          rd,
 			ContentLength: aws.Int64(int64(len(body))),
+			IfNoneMatch:   aws.String("*"),
 		}
 		setHeaders(&in.ContentType, &in.ContentEncoding, obj)
 		in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
-		_, err := u.client.PutObject(ctx, in)
-		return err
+		out, err := u.client.PutObject(ctx, in)
+		if err != nil {
+			return existsErr(err)
+		}
+		return u.checkETag(out.ETag, out.ResultMetadata, sum.wait(), len(body))
 	})
 }
 

@@ -21,13 +21,14 @@ const (
 	testRegion       = "us-east-1"
 )
 
-// S3 is a running versitygw server backed by a temporary directory.
+// S3 is a running S3-compatible server (versitygw or MinIO) backed by a
+// temporary directory.
 type S3 struct {
 	Endpoint  string // http://127.0.0.1:<port>
 	AccessKey string
 	SecretKey string
 	Region    string
-	Root      string // the posix backend's directory; buckets are its subdirectories
+	Root      string // the server's data directory (versitygw: buckets are its subdirectories)
 	PID       int
 }
 

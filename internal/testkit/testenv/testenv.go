@@ -109,7 +109,14 @@ func (b *LockedBuffer) String() string {
 // SIGKILL if it lingers) with t.Cleanup.
 func start(t testing.TB, path string, args ...string) *server {
 	t.Helper()
+	return startEnv(t, nil, path, args...)
+}
+
+// startEnv is start with the child's environment (nil: this process's).
+func startEnv(t testing.TB, env []string, path string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	out := &LockedBuffer{Limit: 64 << 10}
 	cmd.Stdout = out
 	cmd.Stderr = out

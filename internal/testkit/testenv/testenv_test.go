@@ -96,3 +96,44 @@ func TestMotoServesDynamoDB(t *testing.T) {
 		t.Fatalf("fresh moto has tables %v", out.TableNames)
 	}
 }
+
+func TestMinIOStartsAndStops(t *testing.T) {
+	var pid int
+	t.Run("inner", func(t *testing.T) {
+		srv := StartMinIO(t)
+		pid = srv.PID
+		srv.CreateBucket(t, "probe")
+		ctx := context.Background()
+		c := srv.Client(t)
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("probe"), Key: aws.String("a/b"),
+			Body: strings.NewReader("hello")}); err != nil {
+			t.Fatalf("PutObject: %v", err)
+		}
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("probe"), Key: aws.String("a/b")})
+		if err != nil {
+			t.Fatalf("GetObject: %v", err)
+		}
+		defer out.Body.Close()
+		buf := make([]byte, 16)
+		n, _ := out.Body.Read(buf)
+		if string(buf[:n]) != "hello" {
+			t.Fatalf("read back %q, want hello", buf[:n])
+		}
+		if !strings.HasPrefix(srv.Endpoint, "http://127.0.0.1:") {
+			t.Fatalf("Endpoint %q is not loopback", srv.Endpoint)
+		}
+		if _, err := os.Stat(filepath.Join(srv.Root, "probe")); err != nil {
+			t.Fatalf("bucket directory missing under Root: %v", err)
+		}
+	})
+	if pid == 0 {
+		t.Skip("inner test skipped")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("minio pid %d still running after cleanup", pid)
+	}
+}

@@ -1,0 +1,275 @@
+package s3store
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// ErrConflict marks an upload that met an existing object holding other
+// bytes than the ones sent. The object was left as it was.
+var ErrConflict = errors.New("object exists with different bytes")
+
+// ConflictError is the error of a create-only write whose key already holds
+// an object with other bytes. errors.Is(err, ErrConflict) holds for it.
+type ConflictError struct {
+	Bucket, Key  string
+	ExistingSize int64 // size of the object in the store
+	SentSize     int64 // size of the body this upload sent
+	// DiffFrom and DiffTo bound the first sent part whose bytes differ
+	// (byte offsets, DiffTo exclusive); both 0 when the sizes differ.
+	DiffFrom, DiffTo int64
+}
+
+func (e *ConflictError) Error() string {
+	target := "s3://" + e.Bucket + "/" + e.Key
+	if e.ExistingSize != e.SentSize {
+		return fmt.Sprintf("upload: %s: %v: the store holds %d bytes, this upload sent %d; left unchanged",
+			target, ErrConflict, e.ExistingSize, e.SentSize)
+	}
+	return fmt.Sprintf("upload: %s: %v: same size (%d bytes) but the bytes differ within %d..%d; left unchanged",
+		target, ErrConflict, e.SentSize, e.DiffFrom, e.DiffTo)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// errExists marks a create-only request the store refused because the key
+// exists (412 Precondition Failed).
+var errExists = errors.New("the key already exists")
+
+// existsErr marks a 412 reply as errExists; other errors pass unchanged.
+func existsErr(err error) error {
+	if httpStatus(err) == 412 || isCode(err, "PreconditionFailed") {
+		return fmt.Errorf("%w (%w)", errExists, err)
+	}
+	return err
+}
+
+// badReplyError is a 2xx reply that does not prove the store took the bytes:
+// no ETag, or an ETag that is not theirs. It fails the attempt and is
+// retried like a transient error.
+type badReplyError struct {
+	status  int
+	problem string
+}
+
+func (e *badReplyError) Error() string {
+	return "the store's reply is not proof of an upload: " + e.problem
+}
+
+// partSum is the size and MD5 of one request body the uploader sent: the
+// whole object for a PutObject, one part for a multipart upload.
+type partSum struct {
+	size int64
+	md5  [md5.Size]byte
+}
+
+// pendingMD5 is the MD5 of a request body, computed on a goroutine of its
+// own while the request sends the body: on the upload path it costs CPU on
+// another core rather than time (BenchmarkPutObject vs BenchmarkPutObjectSDK).
+type pendingMD5 struct {
+	done chan struct{}
+	sum  [md5.Size]byte
+}
+
+// inlineMD5 is the body size below which a goroutine costs more than it
+// saves.
+const inlineMD5 = 64 << 10
+
+func startMD5(data []byte) *pendingMD5 {
+	p := &pendingMD5{done: make(chan struct{})}
+	if len(data) < inlineMD5 {
+		p.sum = md5.Sum(data)
+		close(p.done)
+		return p
+	}
+	go func() {
+		p.sum = md5.Sum(data)
+		close(p.done)
+	}()
+	return p
+}
+
+// wait returns the sum; once it has returned, data is no longer read.
+func (p *pendingMD5) wait() [md5.Size]byte {
+	<-p.done
+	return p.sum
+}
+
+func replyStatus(md middleware.Metadata) int {
+	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok {
+		return r.StatusCode
+	}
+	return 0
+}
+
+// quote shows a value from the store in an error, cut short: a hostile
+// server chooses it.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// checkETag accepts a PutObject or UploadPart reply only if it carries an
+// ETag, and — unless SSE-KMS makes the ETag opaque — the ETag is the MD5 of
+// the n bytes sent, as AWS S3, MinIO and versitygw compute it.
+func (u *Uploader) checkETag(etag *string, md middleware.Metadata, sum [md5.Size]byte, n int) error {
+	got := strings.Trim(aws.ToString(etag), `"`)
+	if got == "" {
+		return &badReplyError{status: replyStatus(md), problem: "it has no ETag"}
+	}
+	if u.kms() {
+		return nil
+	}
+	if want := hex.EncodeToString(sum[:]); !strings.EqualFold(got, want) {
+		return &badReplyError{status: replyStatus(md),
+			problem: fmt.Sprintf("ETag %s is not the MD5 of the %d bytes sent (%s)", quote(got), n, want)}
+	}
+	return nil
+}
+
+// compositeETag matches the ETag S3, MinIO and versitygw give a multipart
+// object: the MD5 of the parts' binary MD5s, a dash, the number of parts.
+var compositeETag = regexp.MustCompile(`^[0-9a-fA-F]{32}-[0-9]+$`)
+
+// checkCompleteETag accepts a CompleteMultipartUpload reply only with an
+// ETag. When the ETag has the composite form it must match the parts sent;
+// other forms (stores that compute it otherwise) are accepted, since S3
+// already checked every part's ETag listed in the request.
+func (u *Uploader) checkCompleteETag(etag *string, md middleware.Metadata, sums []partSum) error {
+	got := strings.Trim(aws.ToString(etag), `"`)
+	if got == "" {
+		return &badReplyError{status: replyStatus(md), problem: "it has no ETag"}
+	}
+	if u.kms() || !compositeETag.MatchString(got) {
+		return nil
+	}
+	if want := composite(sums); !strings.EqualFold(got, want) {
+		return &badReplyError{status: replyStatus(md),
+			problem: fmt.Sprintf("ETag %s is not the multipart ETag of the %d parts sent (%s)", quote(got), len(sums), want)}
+	}
+	return nil
+}
+
+func composite(sums []partSum) string {
+	h := md5.New()
+	for _, p := range sums {
+		h.Write(p.md5[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(sums))
+}
+
+func (u *Uploader) kms() bool { return u.opts.ServerSideEncryption == "aws:kms" }
+
+// Head reports whether key exists and its size. The request is retried per
+// policy; a 404 is (0, false, nil).
+func (u *Uploader) Head(ctx context.Context, key string) (size int64, found bool, err error) {
+	if err := u.check(key); err != nil {
+		return 0, false, err
+	}
+	var c counter
+	return u.head(ctx, &c, key)
+}
+
+func (u *Uploader) head(ctx context.Context, c *counter, key string) (size int64, found bool, err error) {
+	err = u.do(ctx, c, "HeadObject", key, func(ctx context.Context) error {
+		out, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
+		if httpStatus(err) == 404 {
+			found = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if out.ContentLength == nil || *out.ContentLength < 0 {
+			return &badReplyError{status: replyStatus(out.ResultMetadata), problem: "HeadObject gave no Content-Length"}
+		}
+		size, found = *out.ContentLength, true
+		return nil
+	})
+	return size, found, err
+}
+
+// sameBytes decides an upload that met an existing object (cause): success
+// (nil) when the object holds exactly the bytes described by sums — size
+// from HeadObject, then content, streamed from GetObject through MD5 part by
+// part — else a *ConflictError. A failure to read the object is returned as
+// such; nothing is ever overwritten or deleted.
+func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums []partSum, cause error) error {
+	var sent int64
+	for _, p := range sums {
+		sent += p.size
+	}
+	size, found, err := u.head(ctx, c, key)
+	if err != nil {
+		return fmt.Errorf("upload: s3://%s/%s exists (%v); comparing it with the bytes sent: %w", u.opts.Bucket, key, cause, err)
+	}
+	if !found {
+		return fmt.Errorf("upload: s3://%s/%s: the store refused to create it because it exists (%v), yet HeadObject finds no such object", u.opts.Bucket, key, cause)
+	}
+	if size != sent {
+		return &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: size, SentSize: sent}
+	}
+	var conflict *ConflictError
+	err = u.do(ctx, c, "GetObject", key, func(ctx context.Context) error {
+		conflict = nil
+		out, err := u.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		if n := aws.ToInt64(out.ContentLength); out.ContentLength != nil && n != sent {
+			conflict = &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: n, SentSize: sent}
+			return nil
+		}
+		h := md5.New()
+		var off int64
+		for _, p := range sums {
+			h.Reset()
+			if _, err := io.CopyN(h, out.Body, p.size); err != nil {
+				return fmt.Errorf("reading bytes %d..%d: %w", off, off+p.size, err)
+			}
+			if [md5.Size]byte(h.Sum(nil)) != p.md5 {
+				conflict = &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: size, SentSize: sent,
+					DiffFrom: off, DiffTo: off + p.size}
+				return nil
+			}
+			off += p.size
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("upload: s3://%s/%s exists (%v); comparing it with the bytes sent: %w", u.opts.Bucket, key, cause, err)
+	}
+	if conflict != nil {
+		return conflict
+	}
+	return nil
+}
+
+// cleanupContext is the context of clean-up after a failed upload: it runs
+// even when ctx has ended, but never past min(now, ctx's deadline) +
+// CleanupTimeout — a Lambda's remaining time is respected.
+func (u *Uploader) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(u.opts.CleanupTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Add(u.opts.CleanupTimeout).Before(deadline) {
+		deadline = d.Add(u.opts.CleanupTimeout)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}

@@ -96,6 +96,9 @@ var backends = []struct {
 	{"versitygw", func(t *testing.T, w *world) {
 		w.s3, w.moto = testenv.StartVersity(t), testenv.StartMoto(t)
 	}},
+	{"minio", func(t *testing.T, w *world) {
+		w.s3, w.moto = testenv.StartMinIO(t), testenv.StartMoto(t)
+	}},
 }
 
 // eachBackend runs test once per selected backend, as subtests.

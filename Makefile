@@ -18,7 +18,7 @@ demo:
 
 ## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the tests)
 test: tools py-tools sam-cli fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -parallel 8 -timeout 20m ./...
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie, minio) into .bin/
 tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie $(BIN)/minio

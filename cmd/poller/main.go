@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 const usage = `poller — drain Apache Iggy streams into S3 (the same run as the Lambda)

@@ -25,6 +25,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			for _, seed := range seeds {
 				name := fmt.Sprintf("%s/seed-%d", step, seed)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel() // mostly waiting for the crashed run's lease
 					w := w.with(t)
 					id := strings.NewReplacer("after-", "a", "before-", "b", "offset-", "o", "state-", "s", "-", "").Replace(string(step))
 					topic := fmt.Sprintf("crash-%s-%d", id, seed)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -69,7 +70,12 @@ type world struct {
 	logs      *testenv.LockedBuffer
 	// produced[stream/topic][partition][offset] is every payload sent.
 	produced map[string][][]sent
-	buckets  map[string]bool
+	// mu guards produced and created, which a world's subtests share (they
+	// may run in parallel).
+	mu *sync.Mutex
+	// created holds the buckets ("bucket/<name>") and streams ("stream/<name>")
+	// made so far, shared by a world's subtests.
+	created map[string]bool
 }
 
 type sent struct {
@@ -89,7 +95,16 @@ var backends = []struct {
 	{"inproc", func(t *testing.T, w *world) {
 		w.fakeS3 = s3fake.Start(t)
 		w.s3 = w.fakeS3.S3
-		srv := httptest.NewServer(miniserver.NewServer())
+		// minidyn neither locks its table map nor makes a conditional update
+		// atomic against another request: one request at a time gives
+		// DynamoDB's per-item atomicity.
+		mini := miniserver.NewServer()
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			mini.ServeHTTP(w, r)
+		}))
 		t.Cleanup(srv.Close)
 		w.dynamoURL = srv.URL
 	}},
@@ -109,6 +124,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
 			continue
 		}
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			w.backend = b.name
 			b.start(t, w)
@@ -130,7 +146,7 @@ func newWorld(t *testing.T) *world {
 		t.Cleanup(func() { b.Close() })
 		w.iggy, w.broker = b, b
 	}
-	w.logs, w.produced, w.buckets = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}
+	w.logs, w.produced, w.created, w.mu = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}, &sync.Mutex{}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
 }
@@ -190,29 +206,21 @@ func (w *world) config(settings map[string]string) *config.Config {
 // minidyn, in process).
 func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 	w.t.Helper()
-	if !w.buckets[cfg.Plugin.Bucket] {
+	w.mu.Lock()
+	if !w.created["bucket/"+cfg.Plugin.Bucket] {
 		w.s3.CreateBucket(w.t, cfg.Plugin.Bucket)
-		w.buckets[cfg.Plugin.Bucket] = true
+		w.created["bucket/"+cfg.Plugin.Bucket] = true
 	}
+	w.mu.Unlock()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	dynamo := w.dynamoEndpoint()
-	if w.moto == nil && opts.State == nil {
-		// minidyn sends no CRC32 header; the SDK would warn on every reply.
-		client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(dynamo), DisableValidateResponseChecksum: true,
-			Credentials: credentials.NewStaticCredentialsProvider("test", "test-secret", ""), Logger: logging.Nop{}})
-		store := state.NewDynamo(client, cfg.Plugin.StateTable, nil)
-		if err := store.EnsureTable(context.Background()); err != nil {
-			w.t.Fatal(err)
-		}
-		opts.State = store
+	if opts.State == nil {
+		// Built here rather than by app from the environment, so that tests
+		// can run in parallel; cmd/poller's and cmd/lambda's tests cover
+		// app's own client.
+		opts.State = w.stateStore(cfg.Plugin.StateTable)
 	}
-	w.t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamo)
-	w.t.Setenv("AWS_ACCESS_KEY_ID", "moto")
-	w.t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
-	w.t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	opts.CreateTable = true
 	s, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
 		w.t.Fatalf("sink: %v", err)
@@ -224,12 +232,15 @@ func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 // stream/topic (created with partitions partitions if missing).
 func (w *world) produce(topic string, partitions, perPartition, size int) {
 	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	key := w.stream + "/" + topic
 	if _, ok := w.produced[key]; !ok {
-		if len(w.produced) == 0 {
+		if !w.created["stream/"+w.stream] {
 			if _, err := w.iggy.CreateStream(w.stream); err != nil {
 				w.t.Fatal(err)
 			}
+			w.created["stream/"+w.stream] = true
 		}
 		if _, err := w.iggy.CreateTopic(w.stream, topic, partitions); err != nil {
 			w.t.Fatal(err)
@@ -244,12 +255,30 @@ func (w *world) produce(topic string, partitions, perPartition, size int) {
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},
 			})
-			w.appendRaw(topic, uint32(p), payload, headers)
+			w.appendLocked(topic, uint32(p), payload, headers)
 		}
 	}
 }
 
+// deleteTopic deletes a topic in Iggy; producing to it again re-creates it.
+func (w *world) deleteTopic(topic string) {
+	w.t.Helper()
+	if err := w.iggy.DeleteTopic(w.stream, topic); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	delete(w.produced, w.stream+"/"+topic)
+	w.mu.Unlock()
+}
+
 func (w *world) appendRaw(topic string, p uint32, payload, headers []byte) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.appendLocked(topic, p, payload, headers)
+}
+
+func (w *world) appendLocked(topic string, p uint32, payload, headers []byte) {
 	w.t.Helper()
 	key := w.stream + "/" + topic
 	off, err := w.iggy.Append(w.stream, topic, p, payload, headers)
@@ -279,6 +308,10 @@ func (w *world) drainUntilQuiet(s *app.Sink, topic string, max int) {
 		if err != nil {
 			w.t.Logf("run %d: %v", i, err)
 		}
+		if os.Getenv("DRAIN_DEBUG") != "" {
+			b, _ := json.Marshal(sum)
+			w.t.Logf("run %d: %s", i, b)
+		}
 		if err == nil && sum.Objects == 0 && w.allCommitted(s, topic) {
 			return
 		}
@@ -288,7 +321,7 @@ func (w *world) drainUntilQuiet(s *app.Sink, topic string, max int) {
 }
 
 func (w *world) allCommitted(s *app.Sink, topic string) bool {
-	parts := w.produced[w.stream+"/"+topic]
+	parts := w.sent(topic)
 	for p := range parts {
 		off, ok := w.iggy.GroupOffset(w.stream, topic, s.Config.Streams[0].ConsumerGroup, uint32(p))
 		if len(parts[p]) > 0 && (!ok || off != uint64(len(parts[p])-1)) {
@@ -312,6 +345,7 @@ type record struct {
 type object struct {
 	key         string
 	partition   uint32
+	generation  uint32
 	first, last uint64
 	body        []byte // decompressed
 	stored      int    // bytes in S3
@@ -337,10 +371,11 @@ func (w *world) objects(s *app.Sink, prefix string) []object {
 		if strings.HasPrefix(name, "_") || voided[key] {
 			return nil // a gap or void marker, or a voided key
 		}
-		var o object
-		if _, err := fmt.Sscanf(name, "%05d-%020d-%020d", &o.partition, &o.first, &o.last); err != nil {
-			return fmt.Errorf("object name %q: %w", key, err)
+		n, ok := keys.ParseName(key)
+		if !ok {
+			return fmt.Errorf("object name %q is not the sink's", key)
 		}
+		o := object{partition: n.Partition, generation: n.Generation, first: n.First, last: n.Last}
 		body, err := s.Objects.Get(ctx, key)
 		if err != nil {
 			return err
@@ -414,7 +449,23 @@ func decode(t *testing.T, format string, o object) []record {
 func (w *world) checkExactlyOnce(s *app.Sink, topic, format string) []object {
 	w.t.Helper()
 	objs := w.objects(s, s.Config.Plugin.Prefix+"/")
-	parts := w.produced[w.stream+"/"+topic]
+	var gen uint32
+	for _, o := range objs {
+		gen = max(gen, o.generation)
+	}
+	return w.checkGeneration(objs, gen, w.sent(topic), topic, format)
+}
+
+// checkGeneration checks the objects of one generation of topic against
+// the messages produced to that incarnation.
+func (w *world) checkGeneration(all []object, gen uint32, parts [][]sent, topic, format string) []object {
+	w.t.Helper()
+	var objs []object
+	for _, o := range all {
+		if o.generation == gen {
+			objs = append(objs, o)
+		}
+	}
 	next := make([]uint64, len(parts))
 	for _, o := range objs {
 		p := o.partition
@@ -563,4 +614,28 @@ func (w *world) dynamoEndpoint() string {
 		return w.dynamoURL
 	}
 	return w.moto.Endpoint
+}
+
+// dynamoClient is a DynamoDB client of the world's DynamoDB.
+func (w *world) dynamoClient() *dynamodb.Client {
+	// minidyn sends no CRC32 header; the SDK would warn on every reply.
+	return dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(w.dynamoEndpoint()), DisableValidateResponseChecksum: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test-secret", ""), Logger: logging.Nop{}})
+}
+
+// stateStore is the state store the world's sinks use, on table.
+func (w *world) stateStore(table string) *state.Dynamo {
+	w.t.Helper()
+	store := state.NewDynamo(w.dynamoClient(), table, nil)
+	if err := store.EnsureTable(context.Background()); err != nil {
+		w.t.Fatal(err)
+	}
+	return store
+}
+
+// sent returns what was produced to the current incarnation of topic.
+func (w *world) sent(topic string) [][]sent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.produced[w.stream+"/"+topic]
 }

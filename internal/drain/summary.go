@@ -42,6 +42,9 @@ type PartitionSummary struct {
 	Skipped         string `json:"skipped,omitempty"`
 	Stopped         string `json:"stopped,omitempty"`
 	Error           string `json:"error,omitempty"`
+
+	// PendingSince is the server time of the first message left pending.
+	PendingSince *time.Time `json:"pending_since,omitempty"`
 }
 
 // Gap is a range of offsets Iggy no longer had when the sink needed it

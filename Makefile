@@ -37,8 +37,10 @@ demo:
 	$(GO) run ./cmd/poller demo
 
 ## local: S3, DynamoDB and an Iggy test broker with sample traffic on 127.0.0.1 until Ctrl-C; writes local.env
+# Built and run (not `go run`, which turns Ctrl-C into an error) from .bin/poller.
 local: tools py-tools
-	$(GO) run ./cmd/poller local
+	@$(GO) build -o $(BIN)/poller ./cmd/poller
+	@$(BIN)/poller local
 
 ## test: install tools, check formatting and vet, run every test with -race; ends with a line on skipped tests
 test: tools py-tools sam-cli fmt-check vet

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -41,34 +42,13 @@ func TestREADMELocalTesting(t *testing.T) {
 		t.Skip(msg)
 	}
 	dir := cleanCheckout(t, root)
-
-	// Terminal 1: make local, in its own process group, as a shell runs it.
-	server := exec.Command("bash", "-c", blocks[0])
-	server.Dir = dir
-	server.Env = freshShellEnv()
-	server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	serverOut := &testenv.LockedBuffer{}
-	server.Stdout, server.Stderr = serverOut, serverOut
-	started := time.Now()
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- server.Wait() }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-server.Process.Pid, syscall.SIGKILL)
-		if t.Failed() {
-			t.Logf("make local output:\n%s", serverOut.String())
-		}
-	})
-	waitForOutput(t, serverOut, exited, "ready in ", 5*time.Minute)
-	t.Logf("make local ready after %s (servers: %s)", time.Since(started).Round(time.Millisecond), readyLine(serverOut.String()))
+	server := startTerminal1(t, dir, blocks[0])
 	env, err := os.ReadFile(filepath.Join(dir, "local.env"))
 	if err != nil {
 		t.Fatalf("make local wrote no local.env: %v", err)
 	}
 
-	// Terminal 2: the second block, line by line as typed, stopping at the first failure.
+	// Terminal 2: the second block as typed, stopping at the first failure.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client := exec.CommandContext(ctx, "bash", "-e", "-c", blocks[1])
@@ -77,29 +57,14 @@ func TestREADMELocalTesting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's commands failed: %v\n%s", err, out)
 	}
-	text := string(out)
-	for _, want := range []string{"ok    iggy", "ok    s3 write", "ok    state table", "STREAM/TOPIC"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("output lacks %q", want)
-		}
-	}
-	for p := 0; p < 4; p++ {
-		re := regexp.MustCompile(`ok   app/logs partition ` + string(rune('0'+p)) + `: 2 objects, 200 messages, \d+ bytes, offsets 0\.\.199, 0 gap markers, committed 199`)
-		if !re.MatchString(text) {
-			t.Errorf("no clean audit line with objects for partition %d", p)
-		}
-	}
-	checkREADMESamples(t, string(readme), text)
-	if t.Failed() {
-		t.Logf("commands' output:\n%s", out)
-	}
+	checkLocalOutput(t, string(readme), string(out))
 
 	// Ctrl-C: the terminal signals the whole foreground process group.
 	if err := syscall.Kill(-server.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-exited:
+	case <-server.exited:
 	case <-time.After(60 * time.Second):
 		t.Fatal("make local did not stop on Ctrl-C")
 	}
@@ -111,6 +76,58 @@ func TestREADMELocalTesting(t *testing.T) {
 			c.Close()
 			t.Errorf("%s still answers after Ctrl-C", addr)
 		}
+	}
+}
+
+type terminal struct {
+	*exec.Cmd
+	exited chan error
+}
+
+// startTerminal1 runs the first block (make local) in its own process
+// group, as a shell in a terminal would, and waits for it to say "ready".
+func startTerminal1(t *testing.T, dir, block string) *terminal {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", block)
+	cmd.Dir, cmd.Env = dir, freshShellEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &testenv.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{Cmd: cmd, exited: make(chan error, 1)}
+	go func() { term.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("make local output:\n%s", out.String())
+		}
+	})
+	waitForOutput(t, out, term.exited, "ready in ", 5*time.Minute)
+	t.Logf("make local ready after %s (%s)", time.Since(started).Round(time.Millisecond), readyLine(out.String()))
+	return term
+}
+
+// checkLocalOutput: the checks passed, every partition got objects and a
+// clean audit, and the README's sample lines are what the commands printed.
+func checkLocalOutput(t *testing.T, readme, out string) {
+	t.Helper()
+	for _, want := range []string{"ok    iggy", "ok    s3 write", "ok    state table", "STREAM/TOPIC"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	for p := 0; p < 4; p++ {
+		re := regexp.MustCompile(fmt.Sprintf(`ok   app/logs partition %d: 2 objects, 200 messages, \d+ bytes, offsets 0\.\.199, 0 gap markers, committed 199`, p))
+		if !re.MatchString(out) {
+			t.Errorf("no clean audit line with objects for partition %d", p)
+		}
+	}
+	checkREADMESamples(t, readme, out)
+	if t.Failed() {
+		t.Logf("commands' output:\n%s", out)
 	}
 }
 

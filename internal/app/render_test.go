@@ -75,68 +75,13 @@ func TestRenderMatchesTheSink(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			if _, err := b.CreateStream("app"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.CreateTopic("app", "logs", 2); err != nil {
-				t.Fatal(err)
-			}
-			for _, in := range renderInputs {
-				raw, _ := json.Marshal(in.headers)
-				var hm map[string]json.RawMessage
-				_ = json.Unmarshal(raw, &hm)
-				h, err := encodeHeaders(hm)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b.Append("app", "logs", 1, []byte(in.payload), h); err != nil {
-					t.Fatal(err)
-				}
-			}
-			backend := s3mem.New()
-			if err := backend.CreateBucket("rendered"); err != nil {
-				t.Fatal(err)
-			}
-			s3srv := httptest.NewServer(gofakes3.New(backend).Server())
-			defer s3srv.Close()
-			env := map[string]string{
-				"IGGY_ADDRESS": b.Addr(), "SINK_STREAM": "app", "SINK_TOPICS": "logs", "SINK_BUCKET": "rendered", "SINK_PREFIX": "p",
-				"SINK_REGION": "us-east-1", "SINK_ENDPOINT": s3srv.URL, "SINK_ACCESS_KEY_ID": "k", "SINK_SECRET_ACCESS_KEY": "s",
-				"SINK_FILE_ROTATION": "messages", "SINK_MAX_MESSAGES_PER_FILE": fmt.Sprint(len(renderInputs)),
-			}
-			for k, v := range tc.env {
-				env[k] = v
-			}
 			file := ""
 			if tc.transforms {
 				file = renderTransforms
 			}
-			cfg, err := config.LoadBytes([]byte(file), "transforms.toml", envOf(env))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink, err := New(context.Background(), cfg, Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := sink.Run(context.Background())
-			if err != nil || sum.Objects != 1 {
-				t.Fatalf("sink run: %d objects, %v", sum.Objects, err)
-			}
-			var key string
-			_ = sink.Objects.List(context.Background(), "", func(k string, _ int64) error { key = k; return nil })
-			want, err := sink.Objects.Get(context.Background(), key)
-			if err != nil {
-				t.Fatal(err)
-			}
-
+			cfg, key, want, addr := sinkObject(t, tc.env, file)
 			var out bytes.Buffer
-			res, err := Render(cfg, strings.NewReader(envelopes(t, b.Addr())), &out, RenderOptions{Envelope: true, Partition: 1})
+			res, err := Render(cfg, strings.NewReader(envelopes(t, addr)), &out, RenderOptions{Envelope: true, Partition: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,6 +93,70 @@ func TestRenderMatchesTheSink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sinkObject appends renderInputs to partition 1 of a broker, runs the sink
+// with the environment env (and TOML file) into an in-process S3, and
+// returns the configuration, the one object's key and bytes, and the
+// broker's address (the broker lives until the test ends).
+func sinkObject(t *testing.T, env map[string]string, file string) (*config.Config, string, []byte, string) {
+	t.Helper()
+	b, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.CreateStream("app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic("app", "logs", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range renderInputs {
+		raw, _ := json.Marshal(in.headers)
+		var hm map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &hm)
+		h, err := encodeHeaders(hm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Append("app", "logs", 1, []byte(in.payload), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backend := s3mem.New()
+	if err := backend.CreateBucket("rendered"); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3srv.Close)
+	all := map[string]string{
+		"IGGY_ADDRESS": b.Addr(), "SINK_STREAM": "app", "SINK_TOPICS": "logs", "SINK_BUCKET": "rendered", "SINK_PREFIX": "p",
+		"SINK_REGION": "us-east-1", "SINK_ENDPOINT": s3srv.URL, "SINK_ACCESS_KEY_ID": "k", "SINK_SECRET_ACCESS_KEY": "s",
+		"SINK_FILE_ROTATION": "messages", "SINK_MAX_MESSAGES_PER_FILE": fmt.Sprint(len(renderInputs)),
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := config.LoadBytes([]byte(file), "transforms.toml", envOf(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := New(context.Background(), cfg, Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := sink.Run(context.Background())
+	if err != nil || sum.Objects != 1 {
+		t.Fatalf("sink run: %d objects, %v", sum.Objects, err)
+	}
+	var key string
+	_ = sink.Objects.List(context.Background(), "", func(k string, _ int64) error { key = k; return nil })
+	body, err := sink.Objects.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, key, body, b.Addr()
 }
 
 // envelopes reads partition 1 back from the broker and writes it as

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 )
 
 // render is `poller render`: stdin messages to the object on stdout; what
@@ -25,6 +27,9 @@ func (c *command) render(ctx context.Context) int {
 			return 2
 		}
 		o.Time = t
+	}
+	if f, ok := c.stdin.(*os.File); ok && logging.IsTerminal(f) {
+		fmt.Fprintln(c.stderr, "poller render: reading messages from the terminal, one per line; end with Ctrl-D")
 	}
 	out := bufio.NewWriter(c.stdout)
 	res, err := app.Render(cfg, c.stdin, out, o)

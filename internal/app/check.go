@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/smithy-go"
 
@@ -42,6 +43,10 @@ type CheckError struct{ First CheckResult }
 
 func (e *CheckError) Error() string { return e.First.Name + ": " + e.First.Err.Error() }
 func (e *CheckError) Unwrap() error { return e.First.Err }
+
+// checkTimeout bounds each group of checks (Iggy, S3, the table), so that
+// a black-holed endpoint fails the check instead of hanging it.
+const checkTimeout = 30 * time.Second
 
 // prober is what the checks need of the object store (*s3store.Uploader).
 type prober interface {
@@ -99,6 +104,8 @@ func (s *Sink) WriteCheck(ctx context.Context, w io.Writer) error {
 }
 
 func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	who := fmt.Sprintf("user %q", s.iggy.Username)
 	if s.iggy.Token != "" {
 		who = "a personal access token"
@@ -133,6 +140,8 @@ func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
 }
 
 func (s *Sink) checkS3(ctx context.Context) []CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	p, ok := s.Objects.(prober)
 	if !ok {
 		return []CheckResult{{Name: "s3", Skip: true, Detail: "not checked: the object store is not S3"}}
@@ -158,6 +167,8 @@ func (s *Sink) checkS3(ctx context.Context) []CheckResult {
 }
 
 func (s *Sink) checkTable(ctx context.Context) CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	tc, ok := s.State.(tableChecker)
 	if !ok {
 		return CheckResult{Name: "state table", Skip: true, Detail: "not checked: the state store is not DynamoDB"}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
@@ -23,9 +24,14 @@ type PartitionStatus struct {
 	Lag       uint64  `json:"lag"`
 }
 
+// statusTimeout bounds Status: a stalled server must not hang the command.
+const statusTimeout = time.Minute
+
 // Status reads every configured partition's offsets. Like Audit it joins
 // no group and writes nothing, so it can run beside live sinks.
 func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
 	conn, err := source.Open(ctx, s.iggy)
 	if err != nil {
 		return nil, err

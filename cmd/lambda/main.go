@@ -5,7 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -40,26 +40,35 @@ type handler struct {
 	env      func(string) (string, bool)
 	function string
 
-	mu   sync.Mutex
-	sink *app.Sink
+	mu       sync.Mutex
+	sink     *app.Sink
+	disabled *config.Config // the configuration, when it says enabled = false
 }
 
 // setup loads the configuration and builds the AWS clients once; a failure
-// is retried on the next invocation (it may be a passing fault).
+// is retried on the next invocation (it may be a passing fault). A sink
+// disabled by its configuration gets no clients: (nil, nil).
 func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.sink != nil {
+	if h.sink != nil || h.disabled != nil {
 		return h.sink, nil
 	}
-	cfg, err := config.FromEnv(h.env)
+	ref, _ := h.env("SINK_CONFIG")
+	root, _ := h.env("LAMBDA_TASK_ROOT")
+	cfg, err := app.LoadConfig(ctx, ref, root, h.env)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Ignored) > 0 {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
-	h.log.Info("configuration", "config", cfg.String())
+	h.log.Info("configuration", "version", app.Version(), "config", cfg)
+	h.log.Debug("full configuration", "config", cfg.String())
+	if !cfg.Enabled {
+		h.disabled = cfg
+		return nil, nil
+	}
 	app.ApplyMemoryLimit(cfg, h.log)
 	emf := &app.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 	s, err := app.New(ctx, cfg, app.Options{Logger: h.log, Hooks: []drain.Hook{emf}})
@@ -81,13 +90,25 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
 		return nil, err
 	}
+	if s == nil {
+		app.Disabled(h.disabled, h.log)
+		return &drain.Summary{Started: started.UTC()}, nil
+	}
 	runCtx := ctx
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithDeadline(ctx, dl.Add(-cleanupMargin))
 		defer cancel()
 	}
+	if err := s.Preflight(runCtx); err != nil {
+		err = fmt.Errorf("start-up check failed: %w", err)
+		h.log.Error("run failed", "error", err.Error())
+		failed := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
+		return nil, err
+	}
 	sum, err := s.Run(runCtx)
-	sum.Log(h.log, err)
+	app.LogRun(h.log, sum, err, false)
+	app.LogPending(h.log, s.Config, sum, time.Now())
 	return sum, err
 }

@@ -34,6 +34,9 @@ type Options struct {
 	// CreateTable creates the state table when it is missing (the poller);
 	// the Lambda leaves that to the template and fails with a clear message.
 	CreateTable bool
+	// ReadOnly makes New touch nothing remote: no table check or creation
+	// (audit, status and check; check looks at the table itself).
+	ReadOnly bool
 	// State replaces DynamoDB (the demo and tests use state.NewMemory).
 	State drain.StateStore
 	// Objects replaces the S3 uploader built from the configuration.
@@ -122,13 +125,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
 		})
 		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
-		if opts.CreateTable {
-			err = store.EnsureTable(ctx)
-		} else {
-			err = store.Check(ctx)
-		}
-		if err != nil {
-			return nil, err
+		if !opts.ReadOnly {
+			if err := s.setupTable(ctx, store); err != nil {
+				return nil, err
+			}
 		}
 		s.State = store
 	}
@@ -143,6 +143,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// setupTable checks the state table, creating it when it is missing and
+// the process may (the poller) — loudly, since a mistyped table name would
+// otherwise start from empty state in silence.
+func (s *Sink) setupTable(ctx context.Context, store *state.Dynamo) error {
+	err := store.Check(ctx)
+	if s.opts.CreateTable && errors.Is(err, state.ErrTableMissing) {
+		s.log.Warn("the state table does not exist; creating it (the Lambda never does: there the template owns it)", "table", s.Config.Plugin.StateTable)
+		err = store.EnsureTable(ctx)
+	}
+	if err != nil {
+		return s.explainDynamo(s.Config.Plugin.StateTable, err)
+	}
+	return nil
 }
 
 func transformSpecs(tables []config.TransformTable) []transform.Spec {

@@ -30,6 +30,7 @@ type Accumulator struct {
 	first     uint64
 	last      uint64
 	firstTS   uint64
+	lastTS    uint64
 	spilled   bool
 	rejected  bool
 }
@@ -100,7 +101,7 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	if a.n == 0 {
 		a.first, a.firstTS = m.Offset, m.Timestamp
 	}
-	a.last = m.Offset
+	a.last, a.lastTS = m.Offset, m.Timestamp
 	a.n++
 	switch {
 	case a.spilled:
@@ -179,6 +180,9 @@ func (a *Accumulator) Last() uint64 { return a.last }
 // FirstTimestamp is the server timestamp (µs) of the first message.
 func (a *Accumulator) FirstTimestamp() uint64 { return a.firstTS }
 
+// LastTimestamp is the server timestamp (µs) of the last message.
+func (a *Accumulator) LastTimestamp() uint64 { return a.lastTS }
+
 // Spilled reports that the object outgrew keepLimit and its bytes were
 // dropped; Bytes is then unavailable.
 func (a *Accumulator) Spilled() bool { return a.spilled }
@@ -199,7 +203,7 @@ func (a *Accumulator) Reset() {
 	a.scratch = a.scratch[:0]
 	a.size = a.emptySize
 	a.n = 0
-	a.first, a.last, a.firstTS = 0, 0, 0
+	a.first, a.last, a.firstTS, a.lastTS = 0, 0, 0, 0
 	a.spilled = false
 	a.rejected = false
 }

@@ -173,8 +173,8 @@ func TestAccumulatorAccounting(t *testing.T) {
 			t.Fatalf("after %d adds Size() = %d, len(Bytes()) = %d", i+1, a.Size(), got)
 		}
 	}
-	if a.First() != 100 || a.Last() != 119 || a.Len() != 20 || a.FirstTimestamp() != ts42 {
-		t.Errorf("First %d Last %d Len %d FirstTimestamp %d", a.First(), a.Last(), a.Len(), a.FirstTimestamp())
+	if a.First() != 100 || a.Last() != 119 || a.Len() != 20 || a.FirstTimestamp() != ts42 || a.LastTimestamp() != msgs[19].Timestamp {
+		t.Errorf("First %d Last %d Len %d FirstTimestamp %d LastTimestamp %d", a.First(), a.Last(), a.Len(), a.FirstTimestamp(), a.LastTimestamp())
 	}
 	if want := renderObject(t, e, msgs); !bytes.Equal(a.Bytes(), want) {
 		t.Error("Bytes() differs from the encoder's rendering")

@@ -32,6 +32,8 @@ type committer struct {
 	names keys.PartitionNamer // of st.Generation
 	enc   *batch.Encoder      // re-renders ranges (streamed objects, recovery)
 	zbuf  []byte
+	// renderedTS is the server time of the last message render read.
+	renderedTS uint64
 	// stored is the group's offset as last read or stored (valid if hasStored).
 	stored    uint64
 	hasStored bool
@@ -71,15 +73,21 @@ func (c *committer) start(ctx context.Context) (uint64, error) {
 // incarnation compares the partition's creation time with the one the state
 // recorded. A partition deleted and re-created under the same name starts
 // again at offset 0: it becomes a new generation whose objects are named
-// apart. A new creation time with the group's offsets still in range is the
-// same partition (a server that reports its times differently): adopted.
+// apart. A server may also report a new creation time for the same
+// partition (0.8.0 re-stamps it on restart): then the message the state
+// last recorded is still there, and the new time is adopted.
 func (c *committer) incarnation(ctx context.Context) error {
 	cur := c.p.info.CreatedAt
 	if cur == 0 || cur == c.st.Incarnation {
 		return nil
 	}
-	recreated := c.st.Incarnation != 0 && c.st.HasWritten &&
-		(!c.hasStored || c.stored > c.p.info.CurrentOffset || c.st.LastWritten > c.p.info.CurrentOffset)
+	recreated := false
+	if c.st.Incarnation != 0 {
+		var err error
+		if recreated, err = c.recreated(ctx); err != nil {
+			return err
+		}
+	}
 	if !recreated {
 		return c.write(ctx, "", func(st state.State) (state.State, error) {
 			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
@@ -99,10 +107,32 @@ func (c *committer) incarnation(ctx context.Context) error {
 	}
 	c.names = c.names.Generation(c.st.Generation)
 	c.ps.Recreated, c.ps.Generation = true, c.st.Generation
-	if c.hasStored && c.stored > c.p.info.CurrentOffset {
-		c.hasStored = false // an offset of the old incarnation
-	}
+	c.hasStored = c.hasStored && c.stored <= c.p.info.CurrentOffset // else an offset of the old incarnation
 	return nil
+}
+
+// recreated looks for the message the state last recorded (the unfinished
+// object's first, else the last one written): a partition that no longer
+// reaches that offset, or holds another message there, was re-created. When
+// that message is gone (retention) the group tells: a re-created topic
+// comes with a new group, which has stored nothing in range yet.
+func (c *committer) recreated(ctx context.Context) (bool, error) {
+	off, ts := c.st.LastWritten, c.st.LastTimestamp
+	if in := c.st.Intent; in != nil {
+		off, ts = in.First, in.FirstTimestamp
+	} else if !c.st.HasWritten {
+		return false, nil // nothing archived yet: nothing to tell apart
+	}
+	msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+	switch {
+	case err != nil:
+		return false, err
+	case len(msgs) == 0:
+		return true, nil // the partition ends before it
+	case msgs[0].Offset == off && ts != 0:
+		return msgs[0].Timestamp != ts, nil
+	}
+	return !c.hasStored || c.stored > c.p.info.CurrentOffset, nil
 }
 
 // recover finishes the object a previous run recorded but did not complete:
@@ -125,6 +155,7 @@ func (c *committer) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
 	}
+	s.lastTS = c.renderedTS
 	return c.complete(ctx, s, w, nil)
 }
 
@@ -162,25 +193,18 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	return c.complete(ctx, gap, w, nil)
 }
 
-// retire ends the old incarnation's unfinished object before a reset: kept
-// if it reached S3, else fenced off and reported as a gap of the old
-// generation (its messages were deleted with the partition).
+// retire ends the old incarnation's unfinished object before a reset: if
+// it never reached S3, its key is fenced and its range reported as a gap of
+// the old generation (its messages went with the partition). The reset
+// then drops the intent in the same write that moves the incarnation on,
+// so a run that dies in between repeats all of this.
 func (c *committer) retire(ctx context.Context, in state.Intent) error {
 	_, exists, err := c.void(ctx, in)
 	if err != nil || exists {
-		if err == nil {
-			err = c.write(ctx, "", func(st state.State) (state.State, error) {
-				return c.p.r.State.Complete(ctx, st, state.Done{Messages: in.Last - in.First + 1}, c.p.r.Options.Lease)
-			})
-		}
 		return err
 	}
-	if _, err := c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, reasonRecreated); err != nil {
-		return err
-	}
-	return c.write(ctx, "", func(st state.State) (state.State, error) {
-		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
-	})
+	_, err = c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, reasonRecreated)
+	return err
 }
 
 // position returns the first offset to read: after the later of the
@@ -276,7 +300,7 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 	if err := c.p.hook(StepUploaded); err != nil {
 		return err
 	}
-	d := state.Done{Messages: w.Messages, Bytes: w.Bytes}
+	d := state.Done{Messages: w.Messages, Bytes: w.Bytes, LastTimestamp: cur.lastTS}
 	if cur.gap {
 		d = state.Done{GapMessages: cur.last - cur.first + 1}
 	}

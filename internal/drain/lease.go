@@ -51,7 +51,11 @@ func (c *committer) intentFor(s *sealed) state.Intent {
 	if s.gap {
 		key = c.names.Gap(s.first, s.last, s.ts)
 	}
-	return state.Intent{First: s.first, Last: s.last, ObjectKey: key}
+	in := state.Intent{First: s.first, Last: s.last, ObjectKey: key}
+	if !s.gap {
+		in.FirstTimestamp = s.ts
+	}
+	return in
 }
 
 // await runs fn while keeping the lease: a renewal every third of it. When

@@ -15,8 +15,9 @@ import (
 type sealed struct {
 	first, last uint64
 	// ts is the server time of the first message (of the message after the
-	// gap, for a gap): it places the object in the path template.
-	ts uint64
+	// gap, for a gap): it places the object in the path template. lastTS is
+	// the last message's (0 for a gap, or not known yet).
+	ts, lastTS uint64
 	// acc holds the records (or, spilled, only their count); nil for a gap.
 	acc *batch.Accumulator
 	gap bool
@@ -210,7 +211,7 @@ func (rd *reader) seal(ctx context.Context, acc **batch.Accumulator, done *func(
 	if a.Len() == 0 {
 		return nil
 	}
-	s := &sealed{first: a.First(), last: a.Last(), ts: a.FirstTimestamp(), acc: a, done: *done}
+	s := &sealed{first: a.First(), last: a.Last(), ts: a.FirstTimestamp(), lastTS: a.LastTimestamp(), acc: a, done: *done}
 	if err := rd.send(ctx, out, s); err != nil {
 		return err // the object stays with the reader: its messages are pending
 	}

@@ -64,6 +64,7 @@ func (c *committer) render(ctx context.Context, first, last uint64, fn func(*bat
 			if err := fn(m); err != nil {
 				return err
 			}
+			c.renderedTS = m.Timestamp
 			next++
 		}
 		if !midDone {

@@ -11,6 +11,8 @@
 //	has_written   BOOL  whether last_written is meaningful
 //	last_written  N     last offset durably written to S3 (inclusive) or skipped as a reported gap
 //	intent_first, intent_last N; intent_key S   the unfinished object; intent_key "" (and 0, 0) when none
+//	last_timestamp N    server time (µs) of message last_written; 0 when unknown (after a gap)
+//	intent_first_timestamp N  server time (µs) of message intent_first; evidence of the incarnation
 //	incarnation   N     creation time (µs) of the partition incarnation the offsets belong to; absent = none recorded
 //	generation    N     incarnations moved through (absent = 0); objects of generation g > 0 carry it in their names
 //	objects, messages, bytes, gap_messages N    counters (absent = 0)

@@ -48,7 +48,7 @@ var names = map[string]string{
 	"owner": attrOwner, "exp": attrExpires, "ver": attrVersion, "hw": attrHasWritten, "lw": attrLastWritten,
 	"if": attrIntentFirst, "il": attrIntentLast, "ik": attrIntentKey,
 	"objs": attrObjects, "msgs": attrMessages, "bytes": attrBytes, "gap": attrGapMessages, "upd": attrUpdatedAt, "wid": attrWriteID,
-	"inc": attrIncarnation, "gen": attrGeneration,
+	"inc": attrIncarnation, "gen": attrGeneration, "lts": attrLastTS, "its": attrIntentTS,
 }
 
 var (
@@ -200,8 +200,8 @@ func (d *Dynamo) SetIntent(ctx context.Context, s State, in Intent, ttl time.Dur
 	if err := checkSetIntent(s, in, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "set intent", s, ttl, ", #if = :if, #il = :il, #ik = :ik ADD #ver :one", noIntent,
-		map[string]types.AttributeValue{":if": num(in.First), ":il": num(in.Last), ":ik": str(in.ObjectKey), ":none": str("")},
+	return d.write(ctx, "set intent", s, ttl, ", #if = :if, #il = :il, #ik = :ik, #its = :its ADD #ver :one", noIntent,
+		map[string]types.AttributeValue{":if": num(in.First), ":il": num(in.Last), ":ik": str(in.ObjectKey), ":its": num(in.FirstTimestamp), ":none": str("")},
 		func(old State) bool { return old.Intent != nil && *old.Intent == in })
 }
 
@@ -215,11 +215,11 @@ func (d *Dynamo) Complete(ctx context.Context, s State, done Done, ttl time.Dura
 		next = *done.Next
 	}
 	return d.write(ctx, "complete", s, ttl,
-		", #lw = :lw, #hw = :true, #if = :nf, #il = :nl, #ik = :nk ADD #ver :one, #objs :one, #msgs :msgs, #bytes :bytes, #gap :gap",
+		", #lw = :lw, #lts = :lts, #hw = :true, #if = :nf, #il = :nl, #ik = :nk, #its = :nts ADD #ver :one, #objs :one, #msgs :msgs, #bytes :bytes, #gap :gap",
 		" AND #if = :if AND #il = :lw AND #ik = :ik",
 		map[string]types.AttributeValue{
 			":if": num(s.Intent.First), ":lw": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":true": &types.AttributeValueMemberBOOL{Value: true},
-			":nf": num(next.First), ":nl": num(next.Last), ":nk": str(next.ObjectKey),
+			":lts": num(done.LastTimestamp), ":nf": num(next.First), ":nl": num(next.Last), ":nk": str(next.ObjectKey), ":nts": num(next.FirstTimestamp),
 			":msgs": num(done.Messages), ":bytes": num(done.Bytes), ":gap": num(done.GapMessages),
 		},
 		func(old State) bool {
@@ -243,10 +243,11 @@ func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, ttl tim
 	if err := checkIncarnation("reset", s, incarnation, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "reset", s, ttl, ", #inc = :inc, #hw = :false, #lw = :zero ADD #ver :one, #gen :one", noIntent,
+	return d.write(ctx, "reset", s, ttl,
+		", #inc = :inc, #hw = :false, #lw = :zero, #lts = :zero, #if = :zero, #il = :zero, #ik = :none, #its = :zero ADD #ver :one, #gen :one", "",
 		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0), ":false": &types.AttributeValueMemberBOOL{Value: false}},
 		func(old State) bool {
-			return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten
+			return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten && old.Intent == nil
 		})
 }
 
@@ -255,7 +256,7 @@ func (d *Dynamo) Abandon(ctx context.Context, s State, ttl time.Duration) (State
 	if err := checkAbandon(s, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "abandon", s, ttl, ", #if = :zero, #il = :zero, #ik = :none ADD #ver :one",
+	return d.write(ctx, "abandon", s, ttl, ", #if = :zero, #il = :zero, #ik = :none, #its = :zero ADD #ver :one",
 		" AND #if = :if AND #il = :il AND #ik = :ik",
 		map[string]types.AttributeValue{":if": num(s.Intent.First), ":il": num(s.Intent.Last), ":ik": str(s.Intent.ObjectKey), ":zero": num(0), ":none": str("")},
 		func(old State) bool {
@@ -268,9 +269,9 @@ func (d *Dynamo) Skip(ctx context.Context, s State, lastWritten, gapMessages uin
 	if err := checkSkip(s, lastWritten, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "skip", s, ttl, ", #lw = :lw, #hw = :true ADD #ver :one, #gap :gap", noIntent,
+	return d.write(ctx, "skip", s, ttl, ", #lw = :lw, #lts = :zero, #hw = :true ADD #ver :one, #gap :gap", noIntent,
 		map[string]types.AttributeValue{
-			":none": str(""), ":lw": num(lastWritten), ":true": &types.AttributeValueMemberBOOL{Value: true}, ":gap": num(gapMessages),
+			":none": str(""), ":lw": num(lastWritten), ":true": &types.AttributeValueMemberBOOL{Value: true}, ":gap": num(gapMessages), ":zero": num(0),
 		},
 		func(old State) bool {
 			return old.Intent == nil && old.HasWritten && old.LastWritten == lastWritten && old.GapMessages == s.GapMessages+gapMessages

@@ -29,6 +29,8 @@ const (
 	attrWriteID     = "write_id"
 	attrIncarnation = "incarnation"
 	attrGeneration  = "generation"
+	attrLastTS      = "last_timestamp"
+	attrIntentTS    = "intent_first_timestamp"
 )
 
 // decodeItem parses a stored item. Absent attributes are zero values, since items are built up by
@@ -98,6 +100,8 @@ func decodeItem(item map[string]types.AttributeValue) (State, error) {
 	s.Objects, s.Messages, s.Bytes, s.GapMessages = u64(attrObjects), u64(attrMessages), u64(attrBytes), u64(attrGapMessages)
 	s.UpdatedAt = msTime(i64(attrUpdatedAt))
 	s.Incarnation = u64(attrIncarnation)
+	s.LastTimestamp = u64(attrLastTS)
+	intentTS := u64(attrIntentTS)
 	gen, _, _ := number(attrGeneration, 32, false)
 	s.Generation = uint32(gen)
 	if err != nil {
@@ -111,7 +115,7 @@ func decodeItem(item map[string]types.AttributeValue) (State, error) {
 	case first > last:
 		return State{}, fmt.Errorf("attributes %s..%s: %d is after %d", attrIntentFirst, attrIntentLast, first, last)
 	default:
-		s.Intent = &Intent{First: first, Last: last, ObjectKey: objectKey}
+		s.Intent = &Intent{First: first, Last: last, ObjectKey: objectKey, FirstTimestamp: intentTS}
 	}
 	if pk != s.Key.ID() {
 		return State{}, fmt.Errorf("attribute %s %q does not match the key attributes (%s)", attrPK, pk, s.Key.ID())

@@ -75,7 +75,7 @@ func (m *Memory) SetIntent(ctx context.Context, s State, in Intent, ttl time.Dur
 // Complete implements Store.
 func (m *Memory) Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error) {
 	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, d, ttl) }, func(cur *State) {
-		cur.LastWritten, cur.HasWritten, cur.Intent = cur.Intent.Last, true, nil
+		cur.LastWritten, cur.HasWritten, cur.Intent, cur.LastTimestamp = cur.Intent.Last, true, nil, d.LastTimestamp
 		if d.Next != nil {
 			next := *d.Next
 			cur.Intent = &next
@@ -97,7 +97,7 @@ func (m *Memory) Abandon(ctx context.Context, s State, ttl time.Duration) (State
 // Skip implements Store.
 func (m *Memory) Skip(ctx context.Context, s State, lastWritten, gapMessages uint64, ttl time.Duration) (State, error) {
 	return m.update(ctx, "skip", s, ttl, func() error { return checkSkip(s, lastWritten, ttl) }, func(cur *State) {
-		cur.LastWritten, cur.HasWritten = lastWritten, true
+		cur.LastWritten, cur.HasWritten, cur.LastTimestamp = lastWritten, true, 0
 		cur.GapMessages += gapMessages
 	})
 }
@@ -113,7 +113,7 @@ func (m *Memory) Adopt(ctx context.Context, s State, incarnation uint64, ttl tim
 func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
 	return m.update(ctx, "reset", s, ttl, func() error { return checkIncarnation("reset", s, incarnation, ttl) }, func(cur *State) {
 		cur.Incarnation, cur.Generation = incarnation, cur.Generation+1
-		cur.HasWritten, cur.LastWritten = false, 0
+		cur.HasWritten, cur.LastWritten, cur.LastTimestamp, cur.Intent = false, 0, 0, nil
 	})
 }
 

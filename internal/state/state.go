@@ -12,6 +12,10 @@ import (
 type Intent struct {
 	First, Last uint64
 	ObjectKey   string
+	// FirstTimestamp is the server time of message First (µs; 0 when
+	// unknown): the partition must still hold that message for the intent
+	// to be this incarnation's.
+	FirstTimestamp uint64
 }
 
 // State is one partition's stored state as of Version.
@@ -24,6 +28,10 @@ type State struct {
 
 	HasWritten  bool
 	LastWritten uint64 // last offset durably written to S3 (inclusive)
+	// LastTimestamp is the server time of message LastWritten (µs; 0 when
+	// unknown, e.g. after a gap): evidence of which incarnation of the
+	// partition the position belongs to.
+	LastTimestamp uint64
 
 	Intent *Intent // unfinished object, nil when none
 
@@ -46,6 +54,9 @@ type State struct {
 type Done struct {
 	Messages, Bytes uint64
 	GapMessages     uint64
+	// LastTimestamp is the server time of the object's last message (0 for
+	// a gap, or when unknown); it becomes State.LastTimestamp.
+	LastTimestamp uint64
 	// Next, when set, records the next object's intent in the same write:
 	// in steady state one conditional write per object.
 	Next *Intent
@@ -71,21 +82,23 @@ type Store interface {
 	Acquire(ctx context.Context, key Key, owner string, ttl time.Duration) (State, error)
 	// SetIntent records an unfinished object; condition: owner and version match s. Extends the lease by ttl.
 	SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error)
-	// Complete marks s.Intent written: LastWritten = Intent.Last, HasWritten = true, counters += d,
+	// Complete marks s.Intent written: LastWritten = Intent.Last, LastTimestamp = d.LastTimestamp, HasWritten = true, counters += d,
 	// Objects++, and the intent becomes d.Next (nil clears it).
 	Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error)
 	// Abandon drops the unfinished intent without advancing LastWritten, so
 	// its range is read again (retention removed part of it before upload).
 	Abandon(ctx context.Context, s State, ttl time.Duration) (State, error)
 	// Skip advances LastWritten without an object (a reported retention gap, or adopting the group's
-	// offset when it is ahead); GapMessages += gapMessages.
+	// offset when it is ahead); GapMessages += gapMessages; LastTimestamp becomes unknown (0).
 	Skip(ctx context.Context, s State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (State, error)
 	// Adopt records incarnation as the state's own without moving its position: the first time the
 	// partition's creation time is seen, or when the server reports another one for what the group's
 	// offsets show is the same partition.
 	Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
 	// Reset moves the state to a new incarnation of its partition: Generation++, Incarnation set,
-	// position cleared (HasWritten false, LastWritten 0); counters are kept. No intent may be pending.
+	// position and intent cleared (HasWritten false, LastWritten 0, no intent); counters are kept.
+	// Dropping the old incarnation's intent in the same write leaves no state in which it is gone
+	// but the incarnation not yet moved on.
 	Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
 	// Renew extends the lease by ttl.
 	Renew(ctx context.Context, s State, ttl time.Duration) (State, error)
@@ -175,9 +188,6 @@ func checkIncarnation(op string, s State, incarnation uint64, ttl time.Duration)
 	switch {
 	case incarnation == 0:
 		return fmt.Errorf("state: %s %s: incarnation 0 is reserved for \"none recorded\"", op, s.Key)
-	case op == "reset" && s.Intent != nil:
-		return fmt.Errorf("state: %s %s: unfinished intent %d..%d (%s) must be settled first",
-			op, s.Key, s.Intent.First, s.Intent.Last, s.Intent.ObjectKey)
 	case op == "reset" && s.Generation == math.MaxUint32:
 		return fmt.Errorf("state: reset %s: generation limit reached", s.Key)
 	}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
@@ -42,6 +42,16 @@ type handler struct {
 
 	mu   sync.Mutex
 	sink *app.Sink
+	// timeout is the function's timeout, learnt at the first invocation.
+	timeout time.Duration
+}
+
+// functionTimeout returns the function's timeout, learnt once.
+func (h *handler) functionTimeout(remaining time.Duration) time.Duration {
+	if h.timeout == 0 {
+		h.timeout = app.FunctionTimeout(h.env, remaining)
+	}
+	return h.timeout
 }
 
 // setup loads the configuration and builds the AWS clients once; a failure
@@ -60,6 +70,11 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
 	h.log.Info("configuration", "config", cfg.String())
+	if dl, ok := ctx.Deadline(); ok {
+		if err := app.CheckTimeBudget(cfg, h.functionTimeout(time.Until(dl)), cleanupMargin); err != nil {
+			return nil, err
+		}
+	}
 	app.ApplyMemoryLimit(cfg, h.log)
 	s, err := app.New(ctx, cfg, app.Options{Logger: h.log})
 	if err != nil {

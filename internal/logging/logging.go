@@ -3,20 +3,64 @@
 package logging
 
 import (
+	"context"
 	"io"
 	"log"
 	"log/slog"
 	"strings"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 )
 
 // New returns a logger writing to w at level ("debug", "info", "warn",
 // "error"; Lambda's "TRACE" and "FATAL" too), as JSON unless format is "text".
+// Credentials in URLs (http://user:secret@host) never reach w: the message
+// and every string or error attribute have their userinfo redacted.
 func New(w io.Writer, level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: Level(level)}
+	opts := &slog.HandlerOptions{Level: Level(level), ReplaceAttr: redactAttr}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if strings.EqualFold(format, "text") {
-		return slog.New(slog.NewTextHandler(w, opts))
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(redactMessage{h})
+}
+
+// redactAttr redacts URL userinfo in string and error attributes.
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if s := a.Value.String(); redact.URL(s) != s {
+			a.Value = slog.StringValue(redact.URL(s))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			if s := err.Error(); redact.URL(s) != s {
+				a.Value = slog.StringValue(redact.URL(s))
+			}
+		}
+	}
+	return a
+}
+
+// redactMessage redacts URL userinfo in log messages (ReplaceAttr does
+// not see the message of a record).
+type redactMessage struct{ slog.Handler }
+
+func (h redactMessage) Handle(ctx context.Context, r slog.Record) error {
+	if m := redact.URL(r.Message); m != r.Message {
+		r2 := slog.NewRecord(r.Time, r.Level, m, r.PC)
+		r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(a); return true })
+		r = r2
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h redactMessage) WithAttrs(as []slog.Attr) slog.Handler {
+	return redactMessage{h.Handler.WithAttrs(as)}
+}
+
+func (h redactMessage) WithGroup(name string) slog.Handler {
+	return redactMessage{h.Handler.WithGroup(name)}
 }
 
 // Level parses a level name; anything unknown is info.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/apache/iggy/foreign/go/client"
@@ -25,6 +26,9 @@ type Config struct {
 	TLSCAFile      string
 	TLSDomain      string
 	ConnectTimeout time.Duration
+	// RequestTimeout bounds the wait for each reply (0 = only the caller's
+	// context); past it the connection is cut.
+	RequestTimeout time.Duration
 }
 
 // Conn is one logged-in connection. Calls are serialised by the SDK; Conn
@@ -34,6 +38,10 @@ type Conn struct {
 	cfg Config
 	cli iggcon.Client
 	g   *guard
+
+	mu      sync.Mutex
+	streams map[string]streamInfo // by configured value
+	topics  map[[3]string]*Topic  // by configured stream, topic and group
 }
 
 // Open dials (bounded by ConnectTimeout), logs in, and returns the connection.
@@ -84,6 +92,10 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		return err
 	})
+	if refusal := g.refused(); refusal != nil {
+		c.Close()
+		return nil, fmt.Errorf("iggy: login to %s: %w", cfg.Address, refusal)
+	}
 	if err != nil {
 		c.Close()
 		who := "user " + fmt.Sprintf("%q", cfg.Username)
@@ -142,15 +154,30 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// do runs one SDK call under ctx. If ctx ends first the connection is cut
-// (there is no other way to interrupt SDK v0.8.0) and the call's goroutine
-// is waited for, so nothing leaks.
+// do runs one SDK call under ctx and the request timeout. If they end
+// first the connection is cut (there is no other way to interrupt SDK
+// v0.8.0) and the call's goroutine is waited for, so nothing leaks. A reply
+// the SDK cannot decode (its decoders index short frames and panic) is an
+// error on this connection, which is cut: never a crash of the process.
 func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	if c.g.isCut() {
 		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
 	}
+	if d := c.cfg.RequestTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: no reply within %s (iggy.request_timeout / IGGY_REQUEST_TIMEOUT)", ErrTimeout, d))
+		defer cancel()
+	}
 	done := make(chan error, 1)
-	go func() { done <- call() }()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.g.cut()
+				done <- fmt.Errorf("%w (%v)", ErrMalformedReply, r)
+			}
+		}()
+		done <- call()
+	}()
 	select {
 	case err := <-done:
 		if err != nil && c.g.isCut() {
@@ -160,9 +187,16 @@ func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	case <-ctx.Done():
 		c.g.cut()
 		<-done
-		return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, ctx.Err())
+		return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, context.Cause(ctx))
 	}
 }
+
+// ErrMalformedReply reports a reply the SDK could not decode; the
+// connection is cut.
+var ErrMalformedReply = errors.New("malformed reply from the Iggy server")
+
+// ErrTimeout reports a reply that did not come within RequestTimeout.
+var ErrTimeout = errors.New("iggy request timed out")
 
 // Lost reports whether the connection is unusable.
 func (c *Conn) Lost() bool { return c.g.isCut() }

@@ -149,19 +149,20 @@ func TestLeaderRedirectRefused(t *testing.T) {
 			}
 			start := time.Now()
 			_, err := Open(context.Background(), cfg)
+			took := time.Since(start)
+			time.Sleep(600 * time.Millisecond) // anything sent would have arrived
+			got, conns := leader.Received()
+			if conns != 0 || bytes.Contains(got, []byte(password)) {
+				t.Fatalf("the would-be leader got %d plain-TCP connection(s) and %q (Open: %v)", conns, got, err)
+			}
 			if !errors.Is(err, ErrLeaderRedirect) || !strings.Contains(err.Error(), leader.Addr()) || !strings.Contains(err.Error(), `"leader-2"`) {
 				t.Fatalf("Open = %v, want ErrLeaderRedirect naming the leader and its address", err)
 			}
 			if strings.Contains(err.Error(), password) {
 				t.Fatalf("error shows the password: %v", err)
 			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Fatalf("refusal took %s", d)
-			}
-			time.Sleep(600 * time.Millisecond) // anything sent would have arrived
-			got, conns := leader.Received()
-			if conns != 0 || bytes.Contains(got, []byte(password)) {
-				t.Fatalf("the would-be leader got %d connections and %q", conns, got)
+			if took > 3*time.Second {
+				t.Fatalf("refusal took %s", took)
 			}
 		})
 	}

@@ -222,6 +222,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_PATH_TEMPLATE":     p("PathTemplate"),
 		"SINK_STATE_TABLE":       "Ref(StateTable)",
 		"SINK_METRICS_NAMESPACE": p("MetricsNamespace"),
+		"SINK_RUN_TIMEOUT":       p("RunTimeout"),
 		"IGGY_ADDRESS":           p("IggyAddress"),
 		// Declared empty for `sam local invoke -n env.local.json`; empty means unset.
 		"AWS_ENDPOINT_URL_S3":       "",
@@ -369,8 +370,8 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 	}
 
 	want := map[string][]string{
-		"logs:CreateLogStream":        {"GetAtt(SinkLogGroup.Arn)"},
-		"logs:PutLogEvents":           {"GetAtt(SinkLogGroup.Arn)"},
+		"logs:CreateLogStream":          {"GetAtt(SinkLogGroup.Arn)"},
+		"logs:PutLogEvents":             {"GetAtt(SinkLogGroup.Arn)"},
 		"s3:PutObject":                  {sc.objectARN},
 		"s3:GetObject":                  {sc.objectARN},
 		"s3:AbortMultipartUpload":       {sc.objectARN},

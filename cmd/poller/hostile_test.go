@@ -273,3 +273,26 @@ func getObject(t *testing.T, st *stack, key string) []byte {
 	}
 	return b
 }
+
+// TestStreamNamedDotDotStaysUnderPrefix (issue 15 item 3): a stream named
+// ".." used to give keys "p/../t/...", which versitygw stores at the bucket
+// root, outside the prefix an IAM policy allows; its objects now sit under
+// p/__/.
+func TestStreamNamedDotDotStaysUnderPrefix(t *testing.T) {
+	st := newStack(t, 0)
+	if err := st.broker.Seed("..", "t", 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	st.setenv(t)
+	t.Setenv("SINK_STREAM", "..")
+	t.Setenv("SINK_TOPICS", "t")
+	t.Setenv("SINK_MAX_MESSAGES_PER_FILE", "5")
+	var out, errb bytes.Buffer
+	if code := runBounded(t, 60*time.Second, []string{"once"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+	all := listKeys(t, st, "")
+	if len(all) != 1 || !strings.HasPrefix(all[0], "p/__/t/") {
+		t.Fatalf("objects in the bucket: %v, want one under p/__/t/", all)
+	}
+}

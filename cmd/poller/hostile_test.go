@@ -56,8 +56,9 @@ func TestMalformedReplyEndsRunWithSummary(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 1 || strings.Contains(logs, "panic") || strings.Contains(logs, "goroutine ") {
 		t.Fatalf("poller once against a malformed poll reply: exit %d (%v), want 1 without a panic:\n%s", code, err, logs)
 	}
-	if !strings.Contains(logs, `"msg":"run failed"`) || !strings.Contains(logs, `"partitions":[`) ||
-		!strings.Contains(logs, "malformed reply") || !strings.Contains(logs, "poll messages") || !strings.Contains(logs, "partition ") {
+	failed := lineWith(logs, `"msg":"run failed"`)
+	if !strings.Contains(failed, `"partitions":[`) || !strings.Contains(failed, "malformed reply") ||
+		!strings.Contains(failed, "iggy poll app/logs partition ") {
 		t.Fatalf("no run summary naming the malformed reply, command and partition:\n%s", logs)
 	}
 
@@ -110,7 +111,7 @@ func TestStalledServersEndWithinBounds(t *testing.T) {
 		if code != 1 || took > 10*time.Second {
 			t.Fatalf("exit %d after %s, want 1 within the call timeout:\n%s", code, took, errb.String())
 		}
-		if !strings.Contains(errb.String(), "aws_call_timeout") || !strings.Contains(errb.String(), "DynamoDB") {
+		if msg := lineWith(errb.String(), "poller: "); !strings.Contains(msg, "aws_call_timeout reached") || !strings.Contains(msg, "DynamoDB") {
 			t.Fatalf("error does not name DynamoDB and aws_call_timeout:\n%s", errb.String())
 		}
 	})
@@ -126,8 +127,8 @@ func TestStalledServersEndWithinBounds(t *testing.T) {
 			env  map[string]string
 			want string
 		}{
-			{map[string]string{"SINK_RUN_TIMEOUT": "2s", "SINK_DEADLINE_MARGIN": "1s", "IGGY_REQUEST_TIMEOUT": "10m"}, "run_timeout"},
-			{map[string]string{"IGGY_REQUEST_TIMEOUT": "1s"}, "iggy.request_timeout"},
+			{map[string]string{"SINK_RUN_TIMEOUT": "2s", "SINK_DEADLINE_MARGIN": "1s", "IGGY_REQUEST_TIMEOUT": "10m"}, "run_timeout reached: the run took 2s"},
+			{map[string]string{"IGGY_REQUEST_TIMEOUT": "1s"}, "no reply within 1s (iggy.request_timeout"},
 		} {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
@@ -139,7 +140,7 @@ func TestStalledServersEndWithinBounds(t *testing.T) {
 			if code != 1 || took > 15*time.Second {
 				t.Fatalf("%v: exit %d after %s, want 1 within the bound:\n%s", tc.env, code, took, errb.String())
 			}
-			if !strings.Contains(errb.String(), `"msg":"run failed"`) || !strings.Contains(errb.String(), tc.want) {
+			if failed := lineWith(errb.String(), `"msg":"run failed"`); !strings.Contains(failed, tc.want) {
 				t.Fatalf("%v: no run summary naming %s:\n%s", tc.env, tc.want, errb.String())
 			}
 		}
@@ -295,4 +296,14 @@ func TestStreamNamedDotDotStaysUnderPrefix(t *testing.T) {
 	if len(all) != 1 || !strings.HasPrefix(all[0], "p/__/t/") {
 		t.Fatalf("objects in the bucket: %v, want one under p/__/t/", all)
 	}
+}
+
+// lineWith returns the first line of logs holding marker ("" if none).
+func lineWith(logs, marker string) string {
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, marker) {
+			return l
+		}
+	}
+	return ""
 }

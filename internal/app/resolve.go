@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
@@ -14,14 +15,17 @@ import (
 // configuration that, resolved, would archive one topic twice or two topics
 // under the same keys: a topic listed by name and by id, or ids whose names
 // render to the same key segment. Topics that cannot be resolved are left
-// to the run, which reports them per topic.
+// to the run, which reports them per topic; a lost connection ends it.
 func resolveTopics(ctx context.Context, conn *source.Conn, cfg *config.Config) ([]*source.Topic, error) {
 	var topics []*source.Topic
 	for _, st := range cfg.Streams {
 		for _, name := range st.Topics {
 			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
+			if errors.Is(err, source.ErrConnectionLost) {
+				return nil, err
+			}
 			if err != nil {
-				continue
+				continue // the run reports it for this topic
 			}
 			topics = append(topics, t)
 		}

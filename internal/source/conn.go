@@ -40,6 +40,7 @@ type Conn struct {
 	g   *guard
 
 	mu      sync.Mutex
+	why     error                 // why the connection was cut, when this Conn cut it
 	streams map[string]streamInfo // by configured value
 	topics  map[[3]string]*Topic  // by configured stream, topic and group
 }
@@ -161,6 +162,9 @@ func (c *Conn) Close() error {
 // error on this connection, which is cut: never a crash of the process.
 func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	if c.g.isCut() {
+		if why := c.lostBecause(); why != nil {
+			return fmt.Errorf("iggy %s: %w (earlier: %w)", what, ErrConnectionLost, why)
+		}
 		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
 	}
 	if d := c.cfg.RequestTimeout; d > 0 {
@@ -172,8 +176,9 @@ func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				c.g.cut()
-				done <- fmt.Errorf("%w (%v)", ErrMalformedReply, r)
+				err := fmt.Errorf("%w (%v)", ErrMalformedReply, r)
+				c.lose(fmt.Errorf("%s: %w", what, err))
+				done <- err
 			}
 		}()
 		done <- call()
@@ -185,10 +190,27 @@ func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 		}
 		return err
 	case <-ctx.Done():
-		c.g.cut()
+		c.lose(fmt.Errorf("%s: %w", what, context.Cause(ctx)))
 		<-done
 		return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, context.Cause(ctx))
 	}
+}
+
+// lose cuts the connection, remembering why (the first reason wins) so that
+// every later call can say it.
+func (c *Conn) lose(why error) {
+	c.mu.Lock()
+	if c.why == nil {
+		c.why = why
+	}
+	c.mu.Unlock()
+	c.g.cut()
+}
+
+func (c *Conn) lostBecause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.why
 }
 
 // ErrMalformedReply reports a reply the SDK could not decode; the

@@ -43,6 +43,16 @@ type handler struct {
 	mu       sync.Mutex
 	sink     *app.Sink
 	disabled *config.Config // the configuration, when it says enabled = false
+	// timeout is the function's timeout, learnt at the first invocation.
+	timeout time.Duration
+}
+
+// functionTimeout returns the function's timeout, learnt once.
+func (h *handler) functionTimeout(remaining time.Duration) time.Duration {
+	if h.timeout == 0 {
+		h.timeout = app.FunctionTimeout(h.env, remaining)
+	}
+	return h.timeout
 }
 
 // setup loads the configuration and builds the AWS clients once; a failure
@@ -68,6 +78,11 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	if !cfg.Enabled {
 		h.disabled = cfg
 		return nil, nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := app.CheckTimeBudget(cfg, h.functionTimeout(time.Until(dl)), cleanupMargin); err != nil {
+			return nil, err
+		}
 	}
 	app.ApplyMemoryLimit(cfg, h.log)
 	emf := &app.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}

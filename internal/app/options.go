@@ -35,7 +35,7 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 		Streams: streams,
 		Names:   keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(format, comp)),
 		Records: batch.Options{Format: format, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
-			InvalidPayload: pc.InvalidPayload, Transformer: tr},
+			InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr},
 		Compression:          comp,
 		Rotation:             rot,
 		KeepLimit:            keepLimit,

@@ -93,13 +93,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != ""
 	var awsCfg aws.Config
 	if needAWS {
-		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Plugin.Region))
+		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Plugin.Region), awsconfig.WithHTTPClient(awsHTTPClient(&cfg.Plugin)))
 		if err != nil {
 			return nil, fmt.Errorf("aws configuration: %w", err)
 		}
 	}
 	if s.Objects == nil {
-		endpoint := cfg.Plugin.Endpoint
+		endpoint := s3Endpoint(cfg.Plugin.Endpoint, log)
 		pathStyle := cfg.Plugin.PathStyle
 		if endpoint == "" && pathStyle == nil && os.Getenv("AWS_ENDPOINT_URL_S3") != "" {
 			// An S3-compatible store named the standard AWS way wants path style too.
@@ -109,6 +109,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		client, err := s3store.NewClient(ctx, s3store.ClientOptions{
 			Region: cfg.Plugin.Region, Endpoint: endpoint, PathStyle: pathStyle,
 			AccessKeyID: cfg.Plugin.AccessKeyID, SecretAccessKey: cfg.Plugin.SecretAccessKey.Reveal(),
+			ResponseHeaderTimeout: cfg.Plugin.AWSRequestTimeout,
 		})
 		if err != nil {
 			return nil, err
@@ -123,6 +124,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	if s.State == nil {
 		ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
+			o.APIOptions = append(o.APIOptions, callTimeout("DynamoDB", cfg.Plugin.AWSCallTimeout))
 		})
 		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
 		if !opts.ReadOnly {
@@ -136,9 +138,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	s.iggy = source.Config{
 		Address: cfg.Iggy.Address, Username: cfg.Iggy.Username, Password: cfg.Iggy.Password.Reveal(), Token: cfg.Iggy.Token.Reveal(),
 		TLS: cfg.Iggy.TLSEnabled, TLSCAFile: cfg.Iggy.TLSCAFile, TLSDomain: cfg.Iggy.TLSDomain, ConnectTimeout: cfg.Iggy.ConnectTimeout,
+		RequestTimeout: cfg.Iggy.RequestTimeout,
 	}
 	if id := cfg.Iggy.CredentialsSecret; id != "" {
-		if err := s.loadSecret(ctx, secretsmanager.NewFromConfig(awsCfg), id); err != nil {
+		sm := secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
+			o.APIOptions = append(o.APIOptions, callTimeout("Secrets Manager", cfg.Plugin.AWSCallTimeout))
+		})
+		if err := s.loadSecret(ctx, sm, id); err != nil {
 			return nil, err
 		}
 	}
@@ -220,13 +226,25 @@ func (s *Sink) Runner() *drain.Runner {
 	}
 }
 
-// Run drains once.
+// Run drains once, within run_timeout (and the caller's deadline).
 func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
+	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
+	defer cancel()
 	return s.Runner().Run(ctx)
 }
 
+// dial connects and resolves the configured topics, refusing the run when
+// two of them are one topic or would share keys.
 func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
-	return source.Open(ctx, s.iggy)
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // Audit checks every configured partition's objects against its committed
@@ -237,6 +255,9 @@ func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
 		return nil, err
 	}
 	defer conn.Close()
+	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
+		return nil, err
+	}
 	var parts []audit.Partition
 	for _, st := range s.Config.Streams {
 		for _, name := range st.Topics {

@@ -71,6 +71,7 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 		headers:     o.IncludeHeaders,
 		transformer: o.Transformer,
 	}
+	e.sc.MaxDepth = o.MaxJSONDepth
 	if mt, ok := o.Transformer.(MemberTransformer); ok {
 		e.members = mt
 		e.sc.Record = true

@@ -24,7 +24,29 @@ func decodeNumbers(b []byte) (any, error) {
 	return v, err
 }
 
-func isJSON(b []byte) bool { return json.Valid(b) && utf8.Valid(b) }
+// isJSON is what the scanner accepts by default: JSON (encoding/json), UTF-8,
+// and nested at most 128 levels deep.
+func isJSON(b []byte) bool { return json.Valid(b) && utf8.Valid(b) && nesting(b) <= 128 }
+
+// nesting is the deepest bracket nesting of b outside strings.
+func nesting(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
 
 // collapseFFFD merges runs of U+FFFD, so that lossy conversions that replace
 // per ill-formed subpart and per run compare equal.

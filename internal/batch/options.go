@@ -58,6 +58,10 @@ type Options struct {
 	// and raw/proto/flatbuffer/avro payloads that are JSON objects) before
 	// encoding.
 	Transformer Transformer
+	// MaxJSONDepth is the deepest nesting a payload may have to count as
+	// JSON (plugin_config max_json_depth); 0 means jsonscan.DefaultMaxDepth
+	// (128). A deeper payload is invalid: base64 or an error, per InvalidPayload.
+	MaxJSONDepth int
 }
 
 // Transformer rewrites one JSON payload, which the encoder has validated and

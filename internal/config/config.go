@@ -67,6 +67,14 @@ type Plugin struct {
 	MultipartThreshold   int64
 	PartSize             int64
 	MetricsNamespace     string
+	// RunTimeout bounds one run (the Lambda's own deadline still applies when shorter).
+	RunTimeout time.Duration
+	// AWSRequestTimeout bounds the wait for one AWS request's response headers.
+	AWSRequestTimeout time.Duration
+	// AWSCallTimeout bounds one DynamoDB or Secrets Manager call, retries included.
+	AWSCallTimeout time.Duration
+	// MaxJSONDepth is the deepest nesting a payload may have to count as JSON.
+	MaxJSONDepth int
 }
 
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.
@@ -80,6 +88,7 @@ type Iggy struct {
 	TLSDomain         string
 	CredentialsSecret string // Secrets Manager secret name or ARN holding the credentials
 	ConnectTimeout    time.Duration
+	RequestTimeout    time.Duration // longest wait for one reply
 }
 
 // TransformTable is one [transforms.<Type>] table, raw.
@@ -100,6 +109,14 @@ const (
 	mib = 1 << 20
 	gib = 1 << 30
 	tib = 1 << 40
+
+	// MinLeaseDuration is the shortest lease_duration accepted: the state
+	// store refuses leases under a millisecond, and a lease shorter than a
+	// second lapses while an object is written, so concurrent runs would take
+	// partitions from each other.
+	MinLeaseDuration = time.Second
+	// MaxJSONDepthLimit is the largest max_json_depth (encoding/json's limit).
+	MaxJSONDepthLimit = 10000
 
 	maxObjectSize = 5 * tib // S3's largest object (multipart)
 	minPartSize   = 5 * mib // S3's smallest multipart part (but the last)

@@ -11,7 +11,19 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 )
+
+// shown is how a value of o may appear in a message: URLs lose their userinfo.
+func (o *option) shown(v string) string {
+	if o.url {
+		return redact.URL(v)
+	}
+	return v
+}
 
 // upstreamRuntimeKeys are top-level keys only the upstream connector runtime
 // acts on; they are accepted so that upstream files load unchanged.
@@ -336,7 +348,7 @@ func (l *loader) setFile(o *option, s *Stream, key string, v any) error {
 			e.Env = "" // the SINK_* stream variables set streams[0] only
 		}
 		if !o.secret() {
-			e.Value = tomlValue(v)
+			e.Value = o.shown(tomlValue(v))
 		}
 		return e
 	}
@@ -398,7 +410,7 @@ func (l *loader) loadEnv() error {
 		if err != nil {
 			e := &Error{Key: key, Env: name, FromEnv: true, Reason: err.Error(), Err: err}
 			if !o.secret() {
-				e.Value = strconv.Quote(v)
+				e.Value = o.shown(strconv.Quote(v))
 			}
 			return e
 		}
@@ -479,6 +491,11 @@ func (l *loader) finish() error {
 		return &Error{File: l.file, Key: "streams", Env: "SINK_STREAM",
 			Reason: "at least one [[streams]] entry with stream and topics is required (or set SINK_STREAM and SINK_TOPICS)"}
 	}
+	if p.DeadlineMargin >= p.RunTimeout {
+		e := l.errorFor("plugin_config.deadline_margin", fmt.Sprintf("must be shorter than run_timeout (%s): a run stops starting objects when less than deadline_margin is left, so it would never write one", p.RunTimeout))
+		e.Value = strconv.Quote(p.DeadlineMargin.String())
+		return e
+	}
 	seen := map[[2]string]int{}
 	for i := range c.Streams {
 		s := &c.Streams[i]
@@ -491,8 +508,16 @@ func (l *loader) finish() error {
 		if s.ConsumerGroup == "" {
 			s.ConsumerGroup = "iggy-connect-sink-" + c.Key
 		}
+		if r := iggyref.Parse(s.Stream); !r.ByID && r.Name == "" {
+			return l.errorFor(fmt.Sprintf("streams[%d].stream", i), `"name:" must be followed by the stream's name`)
+		}
 		for _, t := range s.Topics {
-			k := [2]string{s.Stream, t}
+			if r := iggyref.Parse(t); !r.ByID && r.Name == "" {
+				e := l.errorFor(fmt.Sprintf("streams[%d].topics", i), `"name:" must be followed by the topic's name`)
+				e.Value = strconv.Quote(t)
+				return e
+			}
+			k := [2]string{refKey(s.Stream), refKey(t)}
 			if j, dup := seen[k]; dup {
 				e := l.errorFor(fmt.Sprintf("streams[%d].topics", i), fmt.Sprintf("stream %q topic %q is already drained by streams[%d]; list each topic once", s.Stream, t, j))
 				e.Value = strconv.Quote(t)
@@ -501,7 +526,51 @@ func (l *loader) finish() error {
 			seen[k] = i
 		}
 	}
-	return l.checkKeysDistinct(seen)
+	if err := l.checkKeysDistinct(seen); err != nil {
+		return err
+	}
+	return l.checkNamesDistinct()
+}
+
+// refKey identifies a configured stream or topic, so that "x" and "name:x"
+// count as the same one (an id can only be compared after resolution).
+func refKey(s string) string {
+	r := iggyref.Parse(s)
+	if r.ByID {
+		return "\x00id " + strconv.FormatUint(uint64(r.ID), 10)
+	}
+	return r.Name
+}
+
+// checkNamesDistinct refuses two configured streams or topics whose names
+// render to the same key segments ("orders v2" and "orders_v2"): their
+// objects would overwrite each other. Values that are ids are checked after
+// they are resolved, at the start of each run.
+func (l *loader) checkNamesDistinct() error {
+	var pairs []keys.Pair
+	where := map[keys.Pair]int{}
+	for i, s := range l.cfg.Streams {
+		sr := iggyref.Parse(s.Stream)
+		for _, t := range s.Topics {
+			tr := iggyref.Parse(t)
+			if sr.ByID || tr.ByID {
+				continue
+			}
+			p := keys.Pair{Stream: sr.Name, Topic: tr.Name}
+			if _, dup := where[p]; !dup {
+				where[p] = i
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	if ce := l.cfg.Plugin.Template.Collision(pairs); ce != nil {
+		key := fmt.Sprintf("streams[%d].topics", where[ce.B])
+		if ce.A.Stream != ce.B.Stream {
+			key = fmt.Sprintf("streams[%d].stream", where[ce.B])
+		}
+		return l.errorFor(key, ce.Error()+"; drain one of them with another sink (another prefix), or rename one")
+	}
+	return nil
 }
 
 // checkKeysDistinct refuses a path_template that would give objects of two
@@ -536,7 +605,7 @@ func (c *Config) String() string {
 		}
 		b.WriteString(key)
 		b.WriteByte('=')
-		b.WriteString(formatValue(o.ptr(c, s)))
+		b.WriteString(o.shown(formatValue(o.ptr(c, s))))
 	}
 	for _, o := range options {
 		if o.table != "streams" {

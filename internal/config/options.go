@@ -39,6 +39,7 @@ type option struct {
 	computed     bool // Default documents a value derived at load, not one to parse
 	fix          func(c *Config, s *Stream) error
 	alias        string // another accepted key inside the table (upstream's serde alias)
+	url          bool   // a URL: its userinfo is redacted wherever the value is shown
 }
 
 func (o *option) secret() bool { return o.kind == kSecret }
@@ -147,8 +148,8 @@ func buildOptions() []*option {
 		top("name", kString, "", "display name", func(c *Config) any { return &c.Name }),
 		top("verbose", kBool, "false", "log per-batch details at info instead of debug", func(c *Config) any { return &c.Verbose }),
 
-		with(stream("stream", kString, "", "stream name or numeric id (required)", func(s *Stream) any { return &s.Stream }), nonEmpty),
-		with(stream("topics", kStrings, "", "topic names or ids to drain (required; env: comma-separated)", func(s *Stream) any { return &s.Topics }), func(o *option) {
+		with(stream("stream", kString, "", "stream name or numeric id (required; name:<text> for a name made of digits)", func(s *Stream) any { return &s.Stream }), nonEmpty),
+		with(stream("topics", kStrings, "", "topic names or ids to drain (required; env: comma-separated; name:<text> for a name made of digits)", func(s *Stream) any { return &s.Topics }), func(o *option) {
 			o.fix = func(_ *Config, s *Stream) error {
 				if len(s.Topics) == 0 {
 					return errors.New(`at least one topic is required, e.g. ["events"]`)
@@ -178,10 +179,12 @@ func buildOptions() []*option {
 			o.nonEmpty = true
 			o.computed = true
 		}),
-		with(plugin("prefix", kString, "", "key prefix; leading and trailing '/' trimmed; an empty SINK_PREFIX clears it", func(p *Plugin) any { return &p.Prefix }), func(o *option) {
+		with(plugin("prefix", kString, "", "key prefix; leading and trailing '/' trimmed; no empty, . or .. parts; an empty SINK_PREFIX clears it", func(p *Plugin) any { return &p.Prefix }), func(o *option) {
 			o.keepEmptyEnv = true
+			o.fix = func(c *Config, _ *Stream) error { return keys.CheckPrefix(c.Plugin.Prefix) }
 		}),
 		with(plugin("endpoint", kString, "", "custom S3 endpoint URL with scheme (MinIO, R2, ...)", func(p *Plugin) any { return &p.Endpoint }), func(o *option) {
+			o.url = true
 			o.fix = func(c *Config, _ *Stream) error {
 				if c.Plugin.Endpoint == "" {
 					return nil
@@ -268,8 +271,8 @@ func buildOptions() []*option {
 		with(plugin("partition_concurrency", kInt, "4", "partitions drained at once (1..64)", func(p *Plugin) any { return &p.PartitionConcurrency }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.PartitionConcurrency) }, 1, 64, "between 1 and 64")
 		}),
-		with(plugin("lease_duration", kDuration, "5m", "how long a partition lease lasts without renewal", func(p *Plugin) any { return &p.LeaseDuration }), func(o *option) {
-			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).LeaseDuration }, 1)
+		with(plugin("lease_duration", kDuration, "5m", "how long a partition lease lasts without renewal (at least 1s)", func(p *Plugin) any { return &p.LeaseDuration }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).LeaseDuration }, MinLeaseDuration)
 		}),
 		plugin("deadline_margin", kDuration, "10s", "stop starting new objects when less time than this remains", func(p *Plugin) any { return &p.DeadlineMargin }),
 		with(plugin("multipart_threshold", kByteSize, "16MiB", "objects larger than this upload as multipart (at least 5MiB)", func(p *Plugin) any { return &p.MultipartThreshold }), func(o *option) {
@@ -279,6 +282,18 @@ func buildOptions() []*option {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.PartSize }, minPartSize, maxPartSize, "between 5MiB and 5GiB (S3's part size limits)")
 		}),
 		with(plugin("metrics_namespace", kString, "IggyS3Sink", "CloudWatch metrics namespace", func(p *Plugin) any { return &p.MetricsNamespace }), nonEmpty),
+		with(plugin("run_timeout", kDuration, "45s", "longest run; the Lambda's own deadline applies when shorter (keep it under the schedule interval)", func(p *Plugin) any { return &p.RunTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).RunTimeout }, time.Second)
+		}),
+		with(plugin("aws_request_timeout", kDuration, "10s", "longest wait for the response to one S3, DynamoDB or Secrets Manager request (then retried)", func(p *Plugin) any { return &p.AWSRequestTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).AWSRequestTimeout }, 1)
+		}),
+		with(plugin("aws_call_timeout", kDuration, "30s", "longest DynamoDB or Secrets Manager call, retries included", func(p *Plugin) any { return &p.AWSCallTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).AWSCallTimeout }, 1)
+		}),
+		with(plugin("max_json_depth", kInt, "128", "deepest nesting a payload may have to count as JSON (1..10000; upstream's serde_json: 128); deeper ones follow invalid_payload", func(p *Plugin) any { return &p.MaxJSONDepth }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.MaxJSONDepth) }, 1, MaxJSONDepthLimit, "between 1 and 10000")
+		}),
 
 		with(iggy("address", kString, "127.0.0.1:8090", "Iggy server TCP address host:port", func(i *Iggy) any { return &i.Address }), func(o *option) {
 			o.nonEmpty = true
@@ -299,6 +314,9 @@ func buildOptions() []*option {
 		iggy("credentials_secret", kString, "", "Secrets Manager secret name or ARN holding the Iggy credentials", func(i *Iggy) any { return &i.CredentialsSecret }),
 		with(iggy("connect_timeout", kDuration, "5s", "timeout for connecting to Iggy", func(i *Iggy) any { return &i.ConnectTimeout }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.ConnectTimeout }, 1)
+		}),
+		with(iggy("request_timeout", kDuration, "30s", "longest wait for one Iggy reply; the connection is then cut and the run ends with an error naming the command", func(i *Iggy) any { return &i.RequestTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.RequestTimeout }, 1)
 		}),
 	}
 }

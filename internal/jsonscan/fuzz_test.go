@@ -7,7 +7,29 @@ import (
 	"unicode/utf8"
 )
 
-func isJSON(b []byte) bool { return json.Valid(b) && utf8.Valid(b) }
+// isJSON is what the scanner accepts by default: JSON (encoding/json), UTF-8,
+// and nested at most 128 levels deep.
+func isJSON(b []byte) bool { return json.Valid(b) && utf8.Valid(b) && nesting(b) <= 128 }
+
+// nesting is the deepest bracket nesting of b outside strings.
+func nesting(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
 
 func FuzzCompact(f *testing.F) {
 	for _, c := range compactCases {

@@ -6,9 +6,16 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth matches encoding/json's nesting limit so that our notion of
-// "valid JSON" agrees with json.Valid on deeply nested input.
-const maxDepth = 10000
+// DefaultMaxDepth is the nesting limit of a zero Scanner: serde_json's, the
+// upstream connector's parser, and well within what Python's json and other
+// recursive readers handle, so every record the sink writes can be read back.
+const DefaultMaxDepth = 128
+
+// MaxDepthLimit is the largest MaxDepth: encoding/json's nesting limit. The
+// depth stack is sized for it so that a Scanner never allocates.
+const MaxDepthLimit = 10000
+
+const maxDepth = MaxDepthLimit
 
 // strPlain marks the bytes a JSON string may contain without a second look:
 // everything except '"', '\\', control characters and non-ASCII bytes (which
@@ -36,6 +43,9 @@ var isHex = func() (t [256]bool) {
 type Scanner struct {
 	// stack holds one bit per open container: 1 = object, 0 = array.
 	stack [maxDepth/64 + 1]uint64
+	// MaxDepth is the deepest nesting accepted as JSON (1..MaxDepthLimit);
+	// 0 means DefaultMaxDepth. Deeper input is invalid.
+	MaxDepth int
 	// Record asks AppendCompact to note the members of a top-level object
 	// in Members (offsets into the compacted output), for a transformer.
 	Record  bool
@@ -48,8 +58,7 @@ type Scanner struct {
 type Member struct{ KeyStart, KeyEnd, ValStart, ValEnd int }
 
 // AppendCompact validates src as exactly one JSON value (RFC 8259, which
-// also means UTF-8 text and, like encoding/json, at most 10000 levels of
-// nesting) and appends it to dst without insignificant whitespace; strings
+// also means UTF-8 text, and at most MaxDepth levels of nesting) and appends it to dst without insignificant whitespace; strings
 // and number texts are copied unchanged. When src has no whitespace outside
 // strings the whole value goes out in a single append.
 // On invalid input it returns dst unchanged, false, and the byte offset where
@@ -60,6 +69,11 @@ func (sc *Scanner) AppendCompact(dst, src []byte) ([]byte, bool, int) {
 	i := 0
 	run := 0 // start of the bytes not yet appended to dst
 	depth := 0
+	limit := sc.MaxDepth
+	if limit <= 0 {
+		limit = DefaultMaxDepth
+	}
+	limit = min(limit, maxDepth)
 	var c byte
 	// Member recording: top is set when the value is an object and members
 	// are wanted; pos maps a source index to its offset in the output.
@@ -100,7 +114,7 @@ value:
 			goto fail
 		}
 	case c == '{':
-		if depth == maxDepth {
+		if depth == limit {
 			goto fail
 		}
 		if depth == 0 && sc.Record {
@@ -122,7 +136,7 @@ value:
 		}
 		goto key
 	case c == '[':
-		if depth == maxDepth {
+		if depth == limit {
 			goto fail
 		}
 		sc.stack[depth>>6] &^= 1 << (depth & 63)

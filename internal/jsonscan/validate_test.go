@@ -55,7 +55,8 @@ func TestCompactAgreesWithEncodingJSON(t *testing.T) {
 }
 
 func TestCompactDepthLimit(t *testing.T) {
-	var sc Scanner
+	// At MaxDepthLimit the scanner agrees with encoding/json.
+	sc := Scanner{MaxDepth: MaxDepthLimit}
 	for _, depth := range []int{1, 64, 65, 9999, 10000, 10001} {
 		for _, open := range []string{"[", `{"k":`} {
 			closer := "]"
@@ -135,5 +136,39 @@ func TestLossyUTF8MatchesFromUTF8Lossy(t *testing.T) {
 		if err := json.Unmarshal(got, &s); err != nil || s != tt.want || !utf8.Valid(got) {
 			t.Errorf("AppendString(%q) = %q (%v), want a valid JSON string of %q", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// TestDefaultDepthReadersHandle (issue 15 item 8): a zero Scanner accepts
+// what serde_json (upstream) and Python's json read, at most 128 levels, and
+// refuses deeper payloads; MaxDepth sets another limit; neither allocates.
+func TestDefaultDepthReadersHandle(t *testing.T) {
+	nested := func(depth int) []byte {
+		return []byte(strings.Repeat(`{"k":[`, depth/2) + strings.Repeat("[", depth%2) + "1" + strings.Repeat("]", depth%2) + strings.Repeat(`]}`, depth/2))
+	}
+	for _, tc := range []struct {
+		max, depth int
+		ok         bool
+	}{
+		{0, 1, true}, {0, 128, true}, {0, 129, false}, {0, 10000, false},
+		{5, 5, true}, {5, 6, false}, {MaxDepthLimit, 10000, true}, {MaxDepthLimit + 5, 10001, false},
+	} {
+		sc := Scanner{MaxDepth: tc.max}
+		src := nested(tc.depth)
+		if !json.Valid(src) && tc.depth <= MaxDepthLimit {
+			t.Fatalf("test input of depth %d is not JSON", tc.depth)
+		}
+		out, ok, at := sc.AppendCompact(nil, src)
+		if ok != tc.ok {
+			t.Errorf("MaxDepth %d, depth %d: valid = %v (stopped at byte %d), want %v", tc.max, tc.depth, ok, at, tc.ok)
+		}
+		if !ok && len(out) != 0 {
+			t.Errorf("MaxDepth %d, depth %d: invalid input produced output", tc.max, tc.depth)
+		}
+	}
+	var sc Scanner
+	deep, buf := nested(129), make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(50, func() { buf, _, _ = sc.AppendCompact(buf[:0], deep) }); n != 0 {
+		t.Errorf("refusing a deep payload allocates %.0f times", n)
 	}
 }

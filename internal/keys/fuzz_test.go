@@ -52,3 +52,47 @@ func FuzzParseObjectName(f *testing.F) {
 		}
 	})
 }
+
+// maxFuzzTS is 9999-12-31T23:59:59Z in microseconds: years have four digits
+// below it, as every Iggy server timestamp does.
+const maxFuzzTS = 253402300799999999
+
+// FuzzKeysStayUnderPrefix: for any prefix and template the configuration
+// accepts and any stream and topic names, every key (objects and gap
+// markers) stays under the prefix with no empty, "." or ".." part, and two
+// different (stream, topic) pairs that Collision accepts never share a key.
+func FuzzKeysStayUnderPrefix(f *testing.F) {
+	f.Add("arch", "{stream}/{topic}/{date}/{hour}", "..", "t", "__", "t", uint64(1), uint64(2), uint32(0), uint32(0))
+	f.Add("../", "../../{stream}", ".", "", "x", "y", uint64(0), uint64(0), uint32(1), uint32(1))
+	f.Add("p", "{stream}-{topic}", "a-b", "c", "a", "b-c", upstreamTS, upstreamTS, uint32(0), uint32(0))
+	f.Add("", "{stream}{timestamp}", "a1", "t", "a", "t", uint64(23000), uint64(123000), uint32(0), uint32(0))
+	f.Add("p", "{topic}{partition}", "s", "a1", "s", "a", upstreamTS, upstreamTS, uint32(2), uint32(12))
+	f.Add("p", "{stream}/{topic}", "app", "orders v2", "app", "orders_v2", upstreamTS, upstreamTS, uint32(0), uint32(0))
+	f.Add("p", "{stream}_{date}", "s_2024-03-16", "t", "s", "t", upstreamTS, upstreamTS, uint32(0), uint32(0))
+	f.Fuzz(func(t *testing.T, prefix, template, s1, t1, s2, t2 string, ts1, ts2 uint64, p1, p2 uint32) {
+		tpl, err := ParseTemplate(template)
+		if err != nil || CheckPrefix(prefix) != nil {
+			return
+		}
+		ts1, ts2 = ts1%maxFuzzTS, ts2%maxFuzzTS
+		n := NewNamer(prefix, tpl, "jsonl")
+		a, b := n.Partition(s1, t1, p1), n.Partition(s2, t2, p2)
+		keyA, keyB := a.Object(7, 9, ts1), b.Object(7, 9, ts2)
+		for _, k := range []string{keyA, keyB, a.Gap(7, 9, ts1), b.Gap(7, 9, ts2)} {
+			checkUnderPrefix(t, prefix, k)
+		}
+		if !strings.HasPrefix(keyA, a.ListPrefix()) {
+			t.Fatalf("key %q not under its list prefix %q", keyA, a.ListPrefix())
+		}
+		pa, pb := Pair{s1, t1}, Pair{s2, t2}
+		if pa == pb || tpl.Collision([]Pair{pa, pb}) != nil {
+			return
+		}
+		if keyA == keyB {
+			t.Fatalf("%v and %v both render to %q under %q", pa, pb, keyA, template)
+		}
+		if a.Gap(7, 9, ts1) == b.Gap(7, 9, ts2) {
+			t.Fatalf("%v and %v share the gap marker %q", pa, pb, a.Gap(7, 9, ts1))
+		}
+	})
+}

@@ -28,9 +28,9 @@ func (t *Template) appendRendered(dst []byte, stream, topic string, partition ui
 		case literal:
 			dst = append(dst, s.text...)
 		case phStream:
-			dst = appendSanitized(dst, stream)
+			dst = appendSegment(dst, stream)
 		case phTopic:
-			dst = appendSanitized(dst, topic)
+			dst = appendSegment(dst, topic)
 		case phPartition:
 			dst = strconv.AppendUint(dst, uint64(partition), 10)
 		case phDate:

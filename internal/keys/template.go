@@ -95,6 +95,9 @@ func ParseTemplate(s string) (*Template, error) {
 		rest = rest[consumed:]
 		pos += consumed
 	}
+	if err := t.checkSegments(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

@@ -3,12 +3,15 @@
 package logging
 
 import (
+	"context"
 	"io"
 	"log"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 )
 
 // Formats New accepts. FormatAuto picks FormatHuman when the writer is a
@@ -26,19 +29,25 @@ const (
 // "human" (time, level, message, then key=value, for a person at a
 // terminal) or "auto" (human on a terminal, else JSON). Durations are
 // written as Go durations rounded to three significant digits ("1.01s").
+// Credentials in URLs (http://user:secret@host) never reach w: the message
+// and every string or error attribute have their userinfo redacted.
 func New(w io.Writer, level, format string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: Level(level), ReplaceAttr: ReplaceAttr}
+	var h slog.Handler
 	switch strings.ToLower(strings.TrimSpace(format)) {
 	case FormatText:
-		return slog.New(slog.NewTextHandler(w, opts))
+		h = slog.NewTextHandler(w, opts)
 	case FormatHuman:
-		return slog.New(NewHumanHandler(w, opts))
+		h = NewHumanHandler(w, opts)
 	case FormatAuto:
 		if IsTerminal(w) {
-			return slog.New(NewHumanHandler(w, opts))
+			h = NewHumanHandler(w, opts)
 		}
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	if h == nil {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(redactMessage{h})
 }
 
 // IsTerminal reports whether w is a character device such as a terminal.
@@ -49,6 +58,27 @@ func IsTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// redactMessage redacts URL userinfo in log messages (ReplaceAttr does
+// not see the message of a record).
+type redactMessage struct{ slog.Handler }
+
+func (h redactMessage) Handle(ctx context.Context, r slog.Record) error {
+	if m := redact.URL(r.Message); m != r.Message {
+		r2 := slog.NewRecord(r.Time, r.Level, m, r.PC)
+		r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(a); return true })
+		r = r2
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h redactMessage) WithAttrs(as []slog.Attr) slog.Handler {
+	return redactMessage{h.Handler.WithAttrs(as)}
+}
+
+func (h redactMessage) WithGroup(name string) slog.Handler {
+	return redactMessage{h.Handler.WithGroup(name)}
 }
 
 // Level parses a level name; anything unknown is info.
@@ -66,10 +96,22 @@ func Level(s string) slog.Level {
 }
 
 // ReplaceAttr writes duration values as text rounded to three significant
-// digits: "1.01s", "250ms", "5m0s", rather than a count of nanoseconds.
+// digits ("1.01s", "250ms", "5m0s", rather than a count of nanoseconds) and
+// redacts URL userinfo in string and error attributes.
 func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
 		a.Value = slog.StringValue(Round(a.Value.Duration()).String())
+	case slog.KindString:
+		if s := a.Value.String(); redact.URL(s) != s {
+			a.Value = slog.StringValue(redact.URL(s))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			if s := err.Error(); redact.URL(s) != s {
+				a.Value = slog.StringValue(redact.URL(s))
+			}
+		}
 	}
 	return a
 }

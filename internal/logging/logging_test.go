@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"os"
@@ -112,5 +113,26 @@ func TestAtLevel(t *testing.T) {
 	AtLevel(base, slog.LevelWarn).Info("raised")
 	if !strings.Contains(buf.String(), `"level":"WARN"`) {
 		t.Fatalf("raised record: %s", buf.String())
+	}
+}
+
+// TestURLCredentialsRedacted (issue 15 item 9): userinfo in a URL is
+// redacted in messages, string attributes, errors and grouped attributes.
+func TestURLCredentialsRedacted(t *testing.T) {
+	for _, format := range []string{"json", "text", "human"} {
+		var buf bytes.Buffer
+		l := New(&buf, "debug", format)
+		l.Info("dial http://u:SECRET1@h:1 failed", "endpoint", "http://u:SECRET2@h:9000",
+			"error", fmt.Errorf("put: %w", errors.New(`Put "http://u:SECRET3@h/b/k": refused`)))
+		l.With("cfg", "s3://SECRET4@bucket").WithGroup("g").Warn("x", "url", "https://SECRET5@r2.example")
+		out := buf.String()
+		for _, s := range []string{"SECRET1", "SECRET2", "SECRET3", "SECRET4", "SECRET5"} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s log shows %s:\n%s", format, s, out)
+			}
+		}
+		if strings.Count(out, "[redacted]@") != 5 {
+			t.Errorf("%s log: want 5 redacted URLs:\n%s", format, out)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/apache/iggy/foreign/go/client"
@@ -25,6 +26,9 @@ type Config struct {
 	TLSCAFile      string
 	TLSDomain      string
 	ConnectTimeout time.Duration
+	// RequestTimeout bounds the wait for each reply (0 = only the caller's
+	// context); past it the connection is cut.
+	RequestTimeout time.Duration
 }
 
 // Conn is one logged-in connection. Calls are serialised by the SDK; Conn
@@ -34,6 +38,11 @@ type Conn struct {
 	cfg Config
 	cli iggcon.Client
 	g   *guard
+
+	mu      sync.Mutex
+	why     error                 // why the connection was cut, when this Conn cut it
+	streams map[string]streamInfo // by configured value
+	topics  map[[3]string]*Topic  // by configured stream, topic and group
 }
 
 // Open dials (bounded by ConnectTimeout), logs in, and returns the connection.
@@ -84,6 +93,10 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		return err
 	})
+	if refusal := g.refused(); refusal != nil {
+		c.Close()
+		return nil, fmt.Errorf("iggy: login to %s: %w", cfg.Address, refusal)
+	}
 	if err != nil {
 		why := c.g.reason()
 		c.Close()
@@ -149,17 +162,39 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// do runs one SDK call under ctx. If ctx ends first the connection is cut
-// (there is no other way to interrupt SDK v0.8.0) and the call's goroutine
-// is waited for, so nothing leaks.
+// do runs one SDK call under ctx and the request timeout. If they end
+// first the connection is cut (there is no other way to interrupt SDK
+// v0.8.0) and the call's goroutine is waited for, so nothing leaks. A reply
+// the SDK cannot decode (its decoders index short frames and panic) is an
+// error on this connection, which is cut: never a crash of the process.
 func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	if c.g.isCut() {
+		if why := c.lostBecause(); why != nil {
+			return fmt.Errorf("iggy %s: %w (earlier: %w)", what, ErrConnectionLost, why)
+		}
 		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
 	}
+	if d := c.cfg.RequestTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: no reply within %s (iggy.request_timeout / IGGY_REQUEST_TIMEOUT)", ErrTimeout, d))
+		defer cancel()
+	}
 	done := make(chan error, 1)
-	go func() { done <- call() }()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err := fmt.Errorf("%w (%v)", ErrMalformedReply, r)
+				c.lose(fmt.Errorf("%s: %w", what, err))
+				done <- err
+			}
+		}()
+		done <- call()
+	}()
 	select {
 	case err := <-done:
+		if errors.Is(err, ErrMalformedReply) {
+			return fmt.Errorf("iggy %s at %s: %w: %w", what, c.cfg.Address, ErrConnectionLost, err)
+		}
 		if err != nil && c.g.isCut() {
 			why := c.g.reason()
 			if why == "" {
@@ -169,11 +204,35 @@ func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 		}
 		return err
 	case <-ctx.Done():
-		c.g.cut()
+		c.lose(fmt.Errorf("%s: %w", what, context.Cause(ctx)))
 		<-done
-		return fmt.Errorf("iggy %s at %s: no answer in time: %w: %w", what, c.cfg.Address, ErrConnectionLost, ctx.Err())
+		return fmt.Errorf("iggy %s at %s: no answer in time: %w: %w", what, c.cfg.Address, ErrConnectionLost, context.Cause(ctx))
 	}
 }
+
+// lose cuts the connection, remembering why (the first reason wins) so that
+// every later call can say it.
+func (c *Conn) lose(why error) {
+	c.mu.Lock()
+	if c.why == nil {
+		c.why = why
+	}
+	c.mu.Unlock()
+	c.g.cut()
+}
+
+func (c *Conn) lostBecause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.why
+}
+
+// ErrMalformedReply reports a reply the SDK could not decode; the
+// connection is cut.
+var ErrMalformedReply = errors.New("malformed reply from the Iggy server")
+
+// ErrTimeout reports a reply that did not come within RequestTimeout.
+var ErrTimeout = errors.New("iggy request timed out")
 
 // Lost reports whether the connection is unusable.
 func (c *Conn) Lost() bool { return c.g.isCut() }

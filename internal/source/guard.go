@@ -1,30 +1,40 @@
 package source
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	iggcon "github.com/apache/iggy/foreign/go/contracts"
 )
 
 // guard sits between the SDK client and the server. SDK v0.8.0 dials with
-// net.Dial (no timeout, retried forever), has no per-call deadline, and its
-// Close blocks behind an in-flight request; the guard dials itself with a
-// timeout, hands the SDK a loopback socket, and can cut both sides at any
-// moment so that a stuck call returns.
+// net.Dial (no timeout, retried forever), has no per-call deadline, its
+// Close blocks behind an in-flight request, and after login it follows a
+// "leader" named in the server's cluster metadata by dialing it itself; the
+// guard dials with a timeout (and TLS), hands the SDK a loopback socket,
+// relays request by request so that it can refuse such a redirect, and can
+// cut both sides at any moment so that a stuck call returns.
 type guard struct {
 	ln       net.Listener
 	upstream net.Conn
+	address  string // as configured
 
-	mu     sync.Mutex
-	local  net.Conn
-	closed bool
-	why    string // what ended the connection, for error messages
-	done   chan struct{}
+	mu      sync.Mutex
+	local   net.Conn
+	closed  bool
+	why     string // what ended the connection, for error messages
+	refusal error  // why relay stopped on purpose, if it did
+	done    chan struct{}
 }
 
 // dialGuard connects to addr within timeout (and completes the TLS
@@ -56,7 +66,7 @@ func dialGuard(ctx context.Context, addr string, timeout time.Duration, tlsCfg *
 		up.Close()
 		return nil, fmt.Errorf("iggy connection guard: %w", err)
 	}
-	g := &guard{ln: ln, upstream: up, done: make(chan struct{})}
+	g := &guard{ln: ln, upstream: up, address: addr, done: make(chan struct{})}
 	go g.serve()
 	return g, nil
 }
@@ -78,28 +88,182 @@ func (g *guard) serve() {
 	}
 	g.local = c
 	g.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn, fromServer bool) {
-		defer wg.Done()
-		_, err := io.Copy(dst, src)
-		if fromServer {
-			// Only the server's side says something about the server; the
-			// loopback side ends because the sink closed or cut it.
-			switch {
-			case err == nil:
-				g.note("the server closed the connection")
-			case !errors.Is(err, net.ErrClosed):
-				g.note("reading from the server failed: " + err.Error())
+	g.relay(c)
+	// One side ending means the conversation is over: cut both.
+	g.cut()
+}
+
+// Command codes and reply statuses the guard looks at.
+const (
+	codeClusterMetadata = 12
+	// statusUnavailable answers the SDK's cluster-metadata request instead of
+	// the server when the server is the leader itself: the SDK compares the
+	// leader with the guard's loopback address and would otherwise "redirect".
+	statusUnavailable = 1
+	// maxMetadataReply bounds the one reply the guard reads whole (64 nodes
+	// with 255-byte names and addresses are well under it).
+	maxMetadataReply = 64 << 10
+)
+
+// relay forwards the SDK's requests one at a time, each followed by exactly
+// the reply bytes the SDK will read (an 8-byte status and length, then the
+// payload only when the status is 0 and the length above 1, as the SDK
+// reads it), so that it can look at the cluster metadata the SDK acts on.
+// The SDK sends a request only after the previous reply (its calls hold one
+// lock), so nothing is reordered.
+func (g *guard) relay(local net.Conn) {
+	in := bufio.NewReaderSize(local, 16<<10)
+	out := bufio.NewWriterSize(local, 64<<10)
+	upR := bufio.NewReaderSize(g.upstream, 64<<10)
+	upW := bufio.NewWriterSize(g.upstream, 16<<10)
+	var hdr [8]byte
+	for {
+		if _, err := io.ReadFull(in, hdr[:]); err != nil {
+			return
+		}
+		size, code := binary.LittleEndian.Uint32(hdr[0:4]), binary.LittleEndian.Uint32(hdr[4:8])
+		if size < 4 {
+			return // not a frame the SDK writes
+		}
+		upW.Write(hdr[:])
+		if _, err := io.CopyN(upW, in, int64(size-4)); err != nil {
+			return
+		}
+		if upW.Flush() != nil {
+			return
+		}
+		if _, err := io.ReadFull(upR, hdr[:]); err != nil {
+			g.serverGone(err)
+			return
+		}
+		status, length := binary.LittleEndian.Uint32(hdr[0:4]), binary.LittleEndian.Uint32(hdr[4:8])
+		hasBody := status == 0 && length > 1
+		if code == codeClusterMetadata && hasBody {
+			if !g.relayMetadata(upR, out, hdr, length) {
+				return
+			}
+			continue
+		}
+		out.Write(hdr[:])
+		if hasBody {
+			if _, err := io.CopyN(out, upR, int64(length)); err != nil {
+				g.serverGone(err)
+				return
 			}
 		}
-		// One direction ending means the conversation is over: cut both.
-		g.cut()
+		if out.Flush() != nil {
+			return
+		}
 	}
-	go pipe(g.upstream, c, false)
-	go pipe(c, g.upstream, true)
-	wg.Wait()
 }
+
+// relayMetadata reads a cluster-metadata reply and passes on what the SDK
+// may safely act on; false ends the relay.
+func (g *guard) relayMetadata(upR *bufio.Reader, out *bufio.Writer, hdr [8]byte, length uint32) bool {
+	if length > maxMetadataReply {
+		g.refuse(fmt.Errorf("%w: the server at %s sent %d bytes of cluster metadata (more than %d)", ErrLeaderRedirect, g.address, length, maxMetadataReply))
+		return false
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(upR, body); err != nil {
+		return false
+	}
+	leader, err := g.leaderElsewhere(body)
+	switch {
+	case err != nil:
+		g.refuse(err)
+		return false
+	case leader:
+		// The server leads: answer "unavailable" so that the SDK stays on
+		// this connection (it logs the failure and continues).
+		binary.LittleEndian.PutUint32(hdr[0:4], statusUnavailable)
+		binary.LittleEndian.PutUint32(hdr[4:8], 0)
+		out.Write(hdr[:])
+	default:
+		out.Write(hdr[:])
+		out.Write(body)
+	}
+	return out.Flush() == nil
+}
+
+// leaderElsewhere applies the SDK's redirect rule to a metadata reply: more
+// than one node and a healthy leader. It returns true when the SDK would
+// redirect but the leader is the server this connection reached (answer it
+// "unavailable"), false when the SDK would not redirect (pass the reply on),
+// and a *RedirectError when the leader is another server: the SDK would dial
+// it itself, in plain TCP, and send the credentials again.
+func (g *guard) leaderElsewhere(body []byte) (same bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			same, err = false, fmt.Errorf("%w: malformed cluster metadata from %s (%v)", ErrMalformedReply, g.address, r)
+		}
+	}()
+	var meta iggcon.ClusterMetadata
+	if meta.UnmarshalBinary(body) != nil || len(meta.Nodes) <= 1 {
+		return false, nil // the SDK ignores it too
+	}
+	for _, n := range meta.Nodes {
+		if n.Role != iggcon.RoleLeader || n.Status != iggcon.Healthy {
+			continue
+		}
+		addr := net.JoinHostPort(n.IP, strconv.Itoa(int(n.Endpoints.Tcp)))
+		if sameEndpoint(addr, g.address) || sameEndpoint(addr, g.upstream.RemoteAddr().String()) {
+			return true, nil
+		}
+		return false, &RedirectError{Server: g.address, Cluster: meta.Name, Nodes: len(meta.Nodes), Leader: n.Name, LeaderAddress: addr}
+	}
+	return false, nil // no healthy leader: the SDK stays
+}
+
+// sameEndpoint compares host:port addresses, IPs by value.
+func sameEndpoint(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb {
+		return false
+	}
+	if ia, ib := net.ParseIP(ha), net.ParseIP(hb); ia != nil && ib != nil {
+		return ia.Equal(ib)
+	}
+	return strings.EqualFold(ha, hb)
+}
+
+// refuse records why the guard ended the conversation.
+func (g *guard) refuse(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refusal == nil {
+		g.refusal = err
+	}
+}
+
+// refused returns why the guard refused the server's redirect, if it did.
+func (g *guard) refused() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusal
+}
+
+// ErrLeaderRedirect is wrapped by the error of a connection whose server
+// asked the client to move to another node; the sink never follows.
+var ErrLeaderRedirect = errors.New("iggy server redirects to another node")
+
+// RedirectError says which leader the server named.
+type RedirectError struct {
+	Server        string // the configured address
+	Cluster       string
+	Nodes         int
+	Leader        string // the leader node's name
+	LeaderAddress string // host:port
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%s: the server at %s says node %q at %s leads cluster %q (%d nodes); the sink does not follow that redirect "+
+		"(the Go SDK would log in there again itself, in plain TCP even with TLS on, at an address nobody configured): "+
+		"set iggy.address (IGGY_ADDRESS) to the leader if it is one you trust", ErrLeaderRedirect, e.Server, e.Leader, e.LeaderAddress, e.Cluster, e.Nodes)
+}
+
+func (e *RedirectError) Unwrap() error { return ErrLeaderRedirect }
 
 // cut closes both sides; every blocked SDK read or write then fails.
 func (g *guard) cut() {
@@ -122,6 +286,18 @@ func (g *guard) note(why string) {
 	defer g.mu.Unlock()
 	if !g.closed && g.why == "" {
 		g.why = why
+	}
+}
+
+// serverGone notes why reading from the server stopped: only the server's
+// side says something about the server; the loopback side ends because the
+// sink closed or cut it.
+func (g *guard) serverGone(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		g.note("the server closed the connection")
+	case !errors.Is(err, net.ErrClosed):
+		g.note("reading from the server failed: " + err.Error())
 	}
 }
 

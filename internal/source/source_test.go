@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func startBroker(t *testing.T, opts ...iggytest.Option) *iggytest.Broker {
+func startBroker(t testing.TB, opts ...iggytest.Option) *iggytest.Broker {
 	t.Helper()
 	b, err := iggytest.Start(append(opts, iggytest.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {

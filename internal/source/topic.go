@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 	ierror "github.com/apache/iggy/foreign/go/errors"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
 )
 
 // ErrNotFound reports a stream or topic the sink was configured to read
@@ -27,27 +30,51 @@ type PartitionInfo struct {
 
 // Topic is a resolved stream/topic and its consumer group.
 type Topic struct {
+	// Stream and Topic are the names the server reports, whether the
+	// configuration named them or gave their ids: records and keys carry
+	// these. StreamRef and TopicRef are the values as configured.
 	Stream, Topic, Group string
+	StreamID, TopicID    uint32
+	StreamRef, TopicRef  string
 	Partitions           []PartitionInfo
 
 	streamID, topicID, groupID iggcon.Identifier
 	consumer                   iggcon.Consumer
 }
 
-// Topic resolves stream and topic by name (or numeric id) and returns their partitions.
+// streamInfo is a resolved stream.
+type streamInfo struct {
+	id   uint32
+	name string
+}
+
+// Topic resolves a configured stream and topic — a name, a numeric id, or
+// "name:<text>" (see iggyref) — to the ids and names the server has, once
+// per connection, and returns its partitions. Later calls on the topic use
+// its ids, so a topic deleted and re-created under the same name during a
+// run is not silently mixed with the old one.
 func (c *Conn) Topic(ctx context.Context, stream, topic, group string) (*Topic, error) {
-	sid, err := identifier(stream)
-	if err != nil {
-		return nil, fmt.Errorf("iggy stream %q: %w", stream, err)
-	}
-	tid, err := identifier(topic)
-	if err != nil {
-		return nil, fmt.Errorf("iggy topic %q: %w", topic, err)
+	key := [3]string{stream, topic, group}
+	c.mu.Lock()
+	t, ok := c.topics[key]
+	c.mu.Unlock()
+	if ok {
+		return t, nil
 	}
 	gid, err := iggcon.NewIdentifier(group)
 	if err != nil {
 		return nil, fmt.Errorf("iggy consumer group %q: %w", group, err)
 	}
+	st, err := c.stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	tr := iggyref.Parse(topic)
+	tid, err := refIdentifier(tr)
+	if err != nil {
+		return nil, fmt.Errorf("iggy topic %s: %w", describe(topic), err)
+	}
+	sid, _ := iggcon.NewIdentifier(st.id)
 	var details *iggcon.TopicDetails
 	err = c.do(ctx, "get topic", func() error {
 		var err error
@@ -55,22 +82,83 @@ func (c *Conn) Topic(ctx context.Context, stream, topic, group string) (*Topic, 
 		return err
 	})
 	switch {
-	case errors.Is(err, ierror.ErrStreamIdNotFound):
-		return nil, fmt.Errorf("iggy stream %q: %w on %s", stream, ErrNotFound, c.cfg.Address)
-	case errors.Is(err, ierror.ErrTopicIdNotFound):
-		// GetTopic answers "not found" for a missing stream too; say which.
-		if serr := c.do(ctx, "get stream", func() error { _, err := c.cli.GetStream(sid); return err }); errors.Is(serr, ierror.ErrStreamIdNotFound) {
-			return nil, fmt.Errorf("iggy stream %q: %w on %s", stream, ErrNotFound, c.cfg.Address)
-		}
-		return nil, fmt.Errorf("iggy topic %q in stream %q: %w on %s", topic, stream, ErrNotFound, c.cfg.Address)
+	case errors.Is(err, ierror.ErrTopicIdNotFound) || errors.Is(err, ierror.ErrStreamIdNotFound):
+		return nil, fmt.Errorf("iggy topic %s in stream %q: %w on %s", describe(topic), st.name, ErrNotFound, c.cfg.Address)
 	case err != nil:
-		return nil, fmt.Errorf("iggy get topic %s/%s: %w", stream, topic, err)
+		return nil, fmt.Errorf("iggy get topic %s/%s: %w", st.name, describe(topic), err)
 	}
-	t := &Topic{Stream: stream, Topic: topic, Group: group, streamID: sid, topicID: tid, groupID: gid, consumer: iggcon.NewGroupConsumer(gid)}
+	tidNum, _ := iggcon.NewIdentifier(details.Id)
+	t = &Topic{
+		Stream: st.name, Topic: details.Name, Group: group, StreamID: st.id, TopicID: details.Id, StreamRef: stream, TopicRef: topic,
+		streamID: sid, topicID: tidNum, groupID: gid, consumer: iggcon.NewGroupConsumer(gid),
+	}
 	for _, p := range details.Partitions {
 		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset, CreatedAt: p.CreatedAt})
 	}
+	c.mu.Lock()
+	if c.topics == nil {
+		c.topics = map[[3]string]*Topic{}
+	}
+	c.topics[key] = t
+	c.mu.Unlock()
 	return t, nil
+}
+
+// stream resolves a configured stream once per connection.
+func (c *Conn) stream(ctx context.Context, stream string) (streamInfo, error) {
+	c.mu.Lock()
+	st, ok := c.streams[stream]
+	c.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	sid, err := refIdentifier(iggyref.Parse(stream))
+	if err != nil {
+		return st, fmt.Errorf("iggy stream %s: %w", describe(stream), err)
+	}
+	var details *iggcon.StreamDetails
+	err = c.do(ctx, "get stream", func() error {
+		var err error
+		details, err = c.cli.GetStream(sid)
+		return err
+	})
+	switch {
+	case errors.Is(err, ierror.ErrStreamIdNotFound):
+		return st, fmt.Errorf("iggy stream %s: %w on %s", describe(stream), ErrNotFound, c.cfg.Address)
+	case err != nil:
+		return st, fmt.Errorf("iggy get stream %s: %w", describe(stream), err)
+	}
+	st = streamInfo{id: details.Id, name: details.Name}
+	c.mu.Lock()
+	if c.streams == nil {
+		c.streams = map[string]streamInfo{}
+	}
+	c.streams[stream] = st
+	c.mu.Unlock()
+	return st, nil
+}
+
+// DuplicateError reports two configured values that resolve to one topic.
+type DuplicateError struct{ First, Second *Topic }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("stream %s topic %s and stream %s topic %s are the same topic, %q (id %d) of stream %q (id %d): list each topic once",
+		describe(e.First.StreamRef), describe(e.First.TopicRef), describe(e.Second.StreamRef), describe(e.Second.TopicRef),
+		e.First.Topic, e.First.TopicID, e.First.Stream, e.First.StreamID)
+}
+
+// CheckDistinct refuses two resolved topics that are the same topic (e.g.
+// configured once by name and once by id): it would be archived twice.
+func CheckDistinct(ts []*Topic) error {
+	seen := make(map[[2]uint32]*Topic, len(ts))
+	for _, t := range ts {
+		k := [2]uint32{t.StreamID, t.TopicID}
+		if first, dup := seen[k]; dup && first != t {
+			return &DuplicateError{First: first, Second: t}
+		}
+		seen[k] = t
+	}
+	return nil
 }
 
 // Refresh re-reads the partitions' offsets.
@@ -115,27 +203,18 @@ func (c *Conn) Leave(ctx context.Context, t *Topic) error {
 	return nil
 }
 
-func identifier(s string) (iggcon.Identifier, error) {
-	// Names are the norm; a purely numeric value is an id, as upstream accepts.
-	if n, ok := numeric(s); ok {
-		return iggcon.NewIdentifier(n)
+// refIdentifier turns a configured reference into an SDK identifier.
+func refIdentifier(r iggyref.Ref) (iggcon.Identifier, error) {
+	if r.ByID {
+		return iggcon.NewIdentifier(r.ID)
 	}
-	return iggcon.NewIdentifier(s)
+	return iggcon.NewIdentifier(r.Name)
 }
 
-func numeric(s string) (uint32, bool) {
-	if s == "" || len(s) > 10 {
-		return 0, false
+// describe renders a configured reference for messages: "orders", or id 7.
+func describe(s string) string {
+	if r := iggyref.Parse(s); r.ByID {
+		return fmt.Sprintf("id %d", r.ID)
 	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(s[i]-'0')
-	}
-	if n > 1<<32-1 {
-		return 0, false
-	}
-	return uint32(n), true
+	return strconv.Quote(iggyref.Parse(s).Name)
 }

@@ -23,6 +23,7 @@ type deployScenario struct {
 
 	objectARN, bucketARN, listPrefix string
 	secretARN                        string // "" = no secret statement
+	secretKeyARN, s3KeyARN           string // "" = no KMS statement
 	vpc, newBucket                   bool
 	arch                             string
 	concurrency                      float64
@@ -44,6 +45,8 @@ func deployScenarios() []deployScenario {
 		return m
 	}
 	secretARN := "arn:aws:secretsmanager:eu-west-1:210987654321:secret:prod/iggy-AbCdEf"
+	secretKeyARN := "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	s3KeyARN := "arn:aws:kms:us-east-1:123456789012:key/9876fedc-12ab-34cd-56ef-1234567890ab"
 	return []deployScenario{
 		{
 			name: "defaults", params: with(nil),
@@ -52,7 +55,7 @@ func deployScenarios() []deployScenario {
 		},
 		{
 			name: "prefix, secret by name, message rotation, configuration in S3",
-			params: with(map[string]string{"Prefix": "archive/iggy/", "IggyCredentialsSecret": "prod/iggy",
+			params: with(map[string]string{"Prefix": "archive/iggy", "IggyCredentialsSecret": "prod/iggy",
 				"FileRotation": "messages", "MaxMessagesPerFile": "5000", "SinkConfig": "s3://team-config/sinks/orders.toml"}),
 			configObject: "arn:aws:s3:::team-config/sinks/orders.toml",
 			objectARN:    "arn:aws:s3:::iggy-archive/archive/iggy/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "archive/iggy/*",
@@ -65,8 +68,17 @@ func deployScenarios() []deployScenario {
 				"SecurityGroupIds": "sg-1", "CreateBucket": "true", "Architecture": "x86_64", "ReservedConcurrency": "2", "Prefix": "p",
 				"SinkConfig": "ssm:/iggy/sinks/orders"}),
 			configParameter: "arn:aws:ssm:us-east-1:123456789012:parameter/iggy/sinks/orders",
-			objectARN:       "arn:aws:s3:::iggy-archive/p*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "p*",
+			objectARN:       "arn:aws:s3:::iggy-archive/p/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "p/*",
 			secretARN: secretARN, vpc: true, newBucket: true, arch: "x86_64", concurrency: 2,
+		},
+		{
+			name: "SSE-KMS bucket, secret under a customer-managed key",
+			params: with(map[string]string{"Prefix": "lake/iggy", "IggyCredentialsSecret": "prod/iggy",
+				"IggyCredentialsKmsKeyArn": secretKeyARN, "S3KmsKeyArn": s3KeyARN}),
+			objectARN: "arn:aws:s3:::iggy-archive/lake/iggy/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "lake/iggy/*",
+			secretARN:    "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/iggy-??????",
+			secretKeyARN: secretKeyARN, s3KeyARN: s3KeyARN,
+			arch: "arm64", concurrency: 1,
 		},
 	}
 }
@@ -216,6 +228,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_PATH_TEMPLATE":     p("PathTemplate"),
 		"SINK_STATE_TABLE":       "Ref(StateTable)",
 		"SINK_METRICS_NAMESPACE": p("MetricsNamespace"),
+		"SINK_RUN_TIMEOUT":       p("RunTimeout"),
 		"IGGY_ADDRESS":           p("IggyAddress"),
 		// Declared empty for `sam local invoke -n env.local.json`; empty means unset.
 		"AWS_ENDPOINT_URL_S3":       "",
@@ -228,6 +241,10 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 	}
 	if secret := p("IggyCredentialsSecret"); secret != "" {
 		want["IGGY_CREDENTIALS_SECRET"] = secret
+	}
+	if sc.s3KeyARN != "" {
+		want["SINK_SERVER_SIDE_ENCRYPTION"] = "aws:kms"
+		want["SINK_SSE_KMS_KEY_ID"] = sc.s3KeyARN
 	}
 	if !reflect.DeepEqual(env, want) {
 		for k, v := range want {
@@ -344,30 +361,52 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 			if len(st.condition) != 1 || like["s3:prefix"] != sc.listPrefix {
 				t.Errorf("s3:ListBucket condition = %v, want StringLike s3:prefix %q", st.condition, sc.listPrefix)
 			}
+		} else if slices.Contains(st.actions, "kms:Decrypt") {
+			// A key is used only through the service that needs it.
+			eq, _ := st.condition["StringEquals"].(map[string]any)
+			via, _ := eq["kms:ViaService"].(string)
+			if len(st.condition) != 1 || (via != "secretsmanager.us-east-1.amazonaws.com" && via != "s3.us-east-1.amazonaws.com") {
+				t.Errorf("%v condition = %v, want StringEquals kms:ViaService of Secrets Manager or S3", st.actions, st.condition)
+			}
+			if slices.Contains(st.actions, "kms:GenerateDataKey") != (via == "s3.us-east-1.amazonaws.com") {
+				t.Errorf("%v via %s: GenerateDataKey is for S3 only", st.actions, via)
+			}
 		} else if st.condition != nil {
 			t.Errorf("unexpected condition %v on %v", st.condition, st.actions)
 		}
 	}
 
 	want := map[string][]string{
-		"logs:CreateLogStream":        {"GetAtt(SinkLogGroup.Arn)"},
-		"logs:PutLogEvents":           {"GetAtt(SinkLogGroup.Arn)"},
-		"s3:PutObject":                {sc.objectARN},
-		"s3:AbortMultipartUpload":     {sc.objectARN},
-		"s3:ListMultipartUploadParts": {sc.objectARN},
-		"s3:ListBucket":               {sc.bucketARN},
-		"dynamodb:GetItem":            {"GetAtt(StateTable.Arn)"},
-		"dynamodb:UpdateItem":         {"GetAtt(StateTable.Arn)"},
-		"dynamodb:DescribeTable":      {"GetAtt(StateTable.Arn)"},
+		"logs:CreateLogStream":          {"GetAtt(SinkLogGroup.Arn)"},
+		"logs:PutLogEvents":             {"GetAtt(SinkLogGroup.Arn)"},
+		"s3:PutObject":                  {sc.objectARN},
+		"s3:GetObject":                  {sc.objectARN},
+		"s3:AbortMultipartUpload":       {sc.objectARN},
+		"s3:ListBucket":                 {sc.bucketARN},
+		"s3:ListBucketMultipartUploads": {sc.bucketARN},
+		"dynamodb:GetItem":              {"GetAtt(StateTable.Arn)"},
+		"dynamodb:UpdateItem":           {"GetAtt(StateTable.Arn)"},
+		"dynamodb:DescribeTable":        {"GetAtt(StateTable.Arn)"},
 	}
 	if sc.secretARN != "" {
 		want["secretsmanager:GetSecretValue"] = []string{sc.secretARN}
 	}
 	if sc.configObject != "" {
-		want["s3:GetObject"] = []string{sc.configObject}
+		want["s3:GetObject"] = append(want["s3:GetObject"], sc.configObject)
 	}
 	if sc.configParameter != "" {
 		want["ssm:GetParameter"] = []string{sc.configParameter}
+	}
+	var decrypt []string
+	if sc.secretKeyARN != "" {
+		decrypt = append(decrypt, sc.secretKeyARN)
+	}
+	if sc.s3KeyARN != "" {
+		want["kms:GenerateDataKey"] = []string{sc.s3KeyARN}
+		decrypt = append(decrypt, sc.s3KeyARN)
+	}
+	if decrypt != nil {
+		want["kms:Decrypt"] = decrypt
 	}
 	if !reflect.DeepEqual(granted, want) {
 		for a, r := range granted {

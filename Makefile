@@ -46,7 +46,7 @@ local: tools py-tools
 test: tools py-tools sam-cli fmt-check vet
 	set -o pipefail; MODEL_SEEDS=40 $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
 	@echo "the drain's randomized model test, 300 seeds (without -race: the 40 above ran with it)"
-	set -o pipefail; $(GO) test -count=1 -parallel 8 -timeout 10m -json -run '^TestModel$$' ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
+	set -o pipefail; $(GO) test -count=1 -parallel 16 -timeout 10m -json -run '^TestModel$$' ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie, minio) into .bin/
 tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie $(BIN)/minio

@@ -197,7 +197,7 @@ func TestEndpointCredentialsNeverLogged(t *testing.T) {
 			if strings.Contains(logs, secret) {
 				t.Fatalf("the endpoint's password appears in the output:\n%s", logs)
 			}
-			if !strings.Contains(logs, `plugin_config.endpoint=\"http://[redacted]@`) {
+			if !strings.Contains(logs, `"plugin_config.endpoint":"http://[redacted]@`) {
 				t.Fatalf("the configuration line does not show the redacted endpoint:\n%s", logs)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -183,17 +184,17 @@ func (s *Sink) checkTable(ctx context.Context) CheckResult {
 // s3Where says which S3 the sink talks to, for messages.
 func (s *Sink) s3Where() string {
 	if e := s.Config.Plugin.Endpoint; e != "" {
-		return "endpoint " + e
+		return "endpoint " + redact.URL(e)
 	}
 	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
-		return "endpoint " + e + " (AWS_ENDPOINT_URL_S3)"
+		return "endpoint " + redact.URL(e) + " (AWS_ENDPOINT_URL_S3)"
 	}
 	return "AWS S3, region " + s.Config.Plugin.Region
 }
 
 func dynamoWhere(region string) string {
 	if e := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); e != "" {
-		return "endpoint " + e + " (AWS_ENDPOINT_URL_DYNAMODB)"
+		return "endpoint " + redact.URL(e) + " (AWS_ENDPOINT_URL_DYNAMODB)"
 	}
 	return "AWS DynamoDB, region " + region
 }

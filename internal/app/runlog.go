@@ -21,7 +21,7 @@ func Disabled(cfg *config.Config, log *slog.Logger) bool {
 // Idle reports whether a run did nothing worth an info line: no error, no
 // object, no gap, nothing recovered, no partition failed or skipped.
 func Idle(sum *drain.Summary, err error) bool {
-	if err != nil || sum == nil || sum.Objects > 0 || sum.Failed > 0 {
+	if err != nil || sum == nil || sum.Objects > 0 || sum.Failed > 0 || sum.Stopped != "" {
 		return false
 	}
 	for _, p := range sum.Partitions {

@@ -82,7 +82,7 @@ func TestLoadUpstreamSeed(t *testing.T) {
 		{"server_side_encryption", p.ServerSideEncryption, ""},
 		{"sse_kms_key_id", p.SSEKMSKeyID, ""},
 		{"partition_concurrency", p.PartitionConcurrency, 4},
-		{"lease_duration", p.LeaseDuration, 5 * time.Minute},
+		{"lease_duration", p.LeaseDuration, 60 * time.Second},
 		{"deadline_margin", p.DeadlineMargin, 10 * time.Second},
 		{"multipart_threshold", p.MultipartThreshold, int64(16 * 1024 * 1024)},
 		{"part_size", p.PartSize, int64(8 * 1024 * 1024)},

@@ -271,7 +271,7 @@ func buildOptions() []*option {
 		with(plugin("partition_concurrency", kInt, "4", "partitions drained at once (1..64)", func(p *Plugin) any { return &p.PartitionConcurrency }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.PartitionConcurrency) }, 1, 64, "between 1 and 64")
 		}),
-		with(plugin("lease_duration", kDuration, "5m", "how long a partition lease lasts without renewal (at least 1s)", func(p *Plugin) any { return &p.LeaseDuration }), func(o *option) {
+		with(plugin("lease_duration", kDuration, "60s", "how long a partition lease lasts without renewal (at least 1s); renewed every third of it. A crashed run (kill -9, out of memory, a Lambda hard timeout) blocks its partitions this long; a stopped one releases them at once", func(p *Plugin) any { return &p.LeaseDuration }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).LeaseDuration }, MinLeaseDuration)
 		}),
 		plugin("deadline_margin", kDuration, "10s", "stop starting new objects when less time than this remains", func(p *Plugin) any { return &p.DeadlineMargin }),

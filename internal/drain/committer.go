@@ -89,7 +89,7 @@ func (c *committer) incarnation(ctx context.Context) error {
 		}
 	}
 	if !recreated {
-		return c.write(ctx, "", func(st state.State) (state.State, error) {
+		return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
 		})
 	}
@@ -100,7 +100,7 @@ func (c *committer) incarnation(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.write(ctx, "", func(st state.State) (state.State, error) {
+	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Reset(ctx, st, cur, c.p.r.Options.Lease)
 	}); err != nil {
 		return err
@@ -172,7 +172,7 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 		w := Written{Key: in.ObjectKey, First: in.First, Last: in.Last, Messages: in.Last - in.First + 1, Bytes: uint64(size), Existed: true}
 		return c.complete(ctx, &sealed{first: in.First, last: in.Last, done: func() {}}, w, nil)
 	}
-	if err := c.write(ctx, "", func(st state.State) (state.State, error) {
+	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
 	}); err != nil {
 		return err
@@ -289,7 +289,7 @@ func (c *committer) leave(s *sealed, why string) {
 
 // setIntent records the object s is about to become.
 func (c *committer) setIntent(ctx context.Context, s *sealed) error {
-	return c.write(ctx, StepIntent, func(st state.State) (state.State, error) {
+	return c.write(ctx, StepIntent, func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.SetIntent(ctx, st, c.intentFor(s), c.p.r.Options.Lease)
 	})
 }
@@ -308,7 +308,7 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 		in := c.intentFor(next)
 		d.Next = &in
 	}
-	if err := c.write(ctx, StepStateWritten, func(st state.State) (state.State, error) {
+	if err := c.write(ctx, StepStateWritten, func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Complete(ctx, st, d, c.p.r.Options.Lease)
 	}); err != nil {
 		return err

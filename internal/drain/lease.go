@@ -11,8 +11,11 @@ import (
 
 // write applies one state write to the copy this committer owns (the write
 // also extends the lease) and then calls the step hooks of step, if any.
-func (c *committer) write(ctx context.Context, step Step, fn func(state.State) (state.State, error)) error {
-	st, err := fn(c.st)
+// A stop does not cut the write (see stateCtx).
+func (c *committer) write(ctx context.Context, step Step, fn func(context.Context, state.State) (state.State, error)) error {
+	sctx, cancel := c.p.stateCtx(ctx)
+	defer cancel()
+	st, err := fn(sctx, c.st)
 	if err != nil {
 		return err
 	}
@@ -29,7 +32,7 @@ func (c *committer) skipTo(ctx context.Context, last uint64) error {
 	if c.st.HasWritten && c.st.LastWritten >= last {
 		return nil
 	}
-	return c.write(ctx, "", func(st state.State) (state.State, error) {
+	return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Skip(ctx, st, last, 0, c.p.r.Options.Lease)
 	})
 }
@@ -111,7 +114,9 @@ func (c *committer) untilRenew() time.Duration {
 // can lapse and another run take the partition over.
 func (c *committer) keepLease(ctx context.Context) error {
 	ttl := c.p.r.Options.Lease
-	st, err := c.p.r.State.Renew(ctx, c.st, ttl)
+	sctx, cancel := c.p.stateCtx(ctx)
+	st, err := c.p.r.State.Renew(sctx, c.st, ttl)
+	cancel()
 	now := time.Now()
 	if err == nil {
 		c.st, c.lastWrite, c.renewFail = st, now, time.Time{}

@@ -97,7 +97,7 @@ type model struct {
 	log          []string // what the schedule did, printed on failure
 }
 
-const modelLease = 400 * time.Millisecond
+const modelLease = time.Second // config.MinLeaseDuration
 
 func newModel(t *testing.T, seed uint64) *model {
 	w := newWorld(t)

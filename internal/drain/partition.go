@@ -53,7 +53,9 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 		return lc, err
 	}
 	key := state.Key{Group: j.topic.Group, Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: j.info.ID}
-	st, err := r.State.Acquire(ctx, key, r.Owner, r.Options.Lease)
+	sctx, cancel := p.stateCtx(ctx)
+	st, err := r.State.Acquire(sctx, key, r.Owner, r.Options.Lease)
+	cancel()
 	if errors.Is(err, state.ErrLeaseHeld) {
 		ps.Skipped = "leased by another run: " + err.Error()
 		return lc, nil
@@ -132,6 +134,21 @@ func (p *partition) hook(s Step) error {
 		}
 	}
 	return nil
+}
+
+// stateCtx is the context of one state store call. A stop (the run's
+// context ending) must not cut a state write in flight: the store could
+// still apply it after the run has released its lease — an Acquire would
+// then hold the partition for a whole lease. Instead each call is bounded
+// by CleanupTimeout past the run's end.
+func (p *partition) stateCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	grace := p.r.Options.CleanupTimeout
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(sctx, func() { t.Stop() })
+	})
+	return sctx, func() { stop(); cancel() }
 }
 
 // outOfTime reports whether too little of the run is left to start an object.

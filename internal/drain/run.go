@@ -162,7 +162,13 @@ func (r *Runner) cleanup(ctx context.Context, conn Conn, topics []*source.Topic,
 	leave, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), r.Options.CleanupTimeout)
 	defer cancel2()
 	for _, t := range topics {
-		if err := conn.Leave(leave, t); err != nil {
+		err := conn.Leave(leave, t)
+		switch {
+		case errors.Is(err, source.ErrConnectionLost):
+			// A stop cuts the connection under a call in flight (SDK v0.8.0
+			// cannot interrupt one); the server ends the membership with it.
+			log.Debug("the connection is closed, and the group membership with it", "group", t.Group, "stream", t.Stream, "topic", t.Topic)
+		case err != nil:
 			log.Warn("leaving the consumer group failed; the server drops the membership when the connection closes",
 				"group", t.Group, "stream", t.Stream, "topic", t.Topic, "error", err.Error())
 			continue

@@ -44,10 +44,10 @@ type node struct {
 	kind     kind
 	required bool
 
-	children []*node         // kindStruct
+	children []*node          // kindStruct
 	index    map[string]*node // kindStruct: member key -> child
-	hint     []*node         // kindStruct: the child the k-th member named last time
-	elem     *node           // kindList: the element
+	hint     []*node          // kindStruct: the child the k-th member named last time
+	elem     *node            // kindList: the element
 
 	def     uint8 // definition level of a present value of this node
 	elemRep uint8 // kindList, kindMap: repetition level of the second and later elements

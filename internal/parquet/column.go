@@ -38,6 +38,7 @@ type column struct {
 	dictUsed     bool // some page of the chunk is dictionary-encoded
 	plainUsed    bool // some page of the chunk is PLAIN
 	pagesFlushed int
+	probed       bool   // the first dictProbe values were judged
 	pages        []byte // page headers and compressed bodies
 	uncompressed int64  // pages' uncompressed size, headers included
 	numValues    int64
@@ -58,6 +59,7 @@ func (c *column) startChunk() {
 	c.useDict = c.dictEligible()
 	c.dictUsed, c.plainUsed = false, false
 	c.pagesFlushed = 0
+	c.probed = false
 	c.pages = c.pages[:0]
 	c.uncompressed, c.numValues, c.nulls = 0, 0, 0
 	c.hasMinMax = false
@@ -147,14 +149,27 @@ func (c *column) dictPlainSize() int {
 	return len(c.dict.data)
 }
 
+// dictProbe is how many values of a chunk's first page show whether a
+// dictionary pays; deciding early spares high-cardinality columns (ids,
+// timestamps, messages) the hashing of every value.
+const dictProbe = 1024
+
 // afterRecord cuts the page when it is full and ends dictionary encoding
 // for the rest of the chunk when the dictionary outgrew its limit. It runs
-// only between records, so a record never spans two pages.
+// only between records, so a record never spans two pages. Every decision
+// depends only on the values written, so the bytes are deterministic.
 func (c *column) afterRecord(env *pageEnv) {
-	if c.useDict && c.dictPlainSize() > env.dictBytes {
-		c.flushPage(env)
-		c.useDict = false
-		return
+	if c.useDict {
+		if c.pagesFlushed == 0 && !c.probed && len(c.idx) >= dictProbe {
+			c.probed = true
+			if !c.dictPays() {
+				c.toPlain()
+			}
+		} else if c.dictPlainSize() > env.dictBytes {
+			c.flushPage(env)
+			c.useDict = false
+			return
+		}
 	}
 	est := len(c.vals) + (len(c.idx)*bits.Len(uint(c.dict.len()))+7)/8 + (len(c.defs)+len(c.reps))/4
 	if est >= env.pageBytes || c.entries >= env.pageRows {
@@ -162,15 +177,18 @@ func (c *column) afterRecord(env *pageEnv) {
 	}
 }
 
+// dictPays reports whether the distinct values take at most half of the
+// PLAIN size of the values so far; if not, the chunk is better PLAIN.
+func (c *column) dictPays() bool { return 2*c.dictPlainSize() <= c.pagePlain }
+
 // flushPage encodes, compresses and keeps the current page. The first page
-// of a chunk decides whether a dictionary pays: when the distinct values
-// take more than half of the page's PLAIN size, the page and the rest of
-// the chunk are PLAIN.
+// of a chunk (or its first dictProbe values) decides whether a dictionary
+// pays; if not, the page and the rest of the chunk are PLAIN.
 func (c *column) flushPage(env *pageEnv) {
 	if c.entries == 0 {
 		return
 	}
-	if c.useDict && c.pagesFlushed == 0 && 2*c.dictPlainSize() > c.pagePlain {
+	if c.useDict && c.pagesFlushed == 0 && !c.dictPays() {
 		c.toPlain()
 	}
 	body := env.body[:0]

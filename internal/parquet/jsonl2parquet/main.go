@@ -3,6 +3,7 @@
 // other writers (scripts/bench-parquet.sh) and for looking at the output.
 //
 //	go run ./internal/parquet/jsonl2parquet [-compression zstd] [-metadata] [-schema pinned.json] [-repeat 3] < in.jsonl > out.parquet
+//	go run ./internal/parquet/jsonl2parquet -gen 100000 > logs.jsonl   # the benchmark's log payloads
 //
 // Records get offsets from 0 and a fixed timestamp, so the output is a pure
 // function of the input. It reports the encoding time of the best of
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet/internal/logdata"
 )
 
 func main() {
@@ -36,7 +38,16 @@ func run() error {
 	payload := flag.String("payload", "json", "payload schema: json, text or raw")
 	schemaFile := flag.String("schema", "", "a pinned schema file (default: inferred)")
 	repeat := flag.Int("repeat", 1, "encode this many times and report the fastest")
+	gen := flag.Int("gen", 0, "write this many generated JSON log lines to stdout and exit")
 	flag.Parse()
+	if *gen > 0 {
+		w := bufio.NewWriter(os.Stdout)
+		for _, l := range logdata.Lines(1, *gen) {
+			w.Write(l)
+			w.WriteByte('\n')
+		}
+		return w.Flush()
+	}
 
 	opts := parquet.Options{Payload: *payload, IncludeMetadata: *metadata, Compression: *compression}
 	if *schemaFile != "" {

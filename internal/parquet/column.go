@@ -205,7 +205,7 @@ func (c *column) flushPage(env *pageEnv) {
 	}
 	enc := encPlain
 	switch {
-	case c.useDict:
+	case c.useDict && len(c.idx) > 0:
 		bw := max(1, bits.Len(uint(c.dict.len()-1)))
 		body = append(body, byte(bw))
 		body = appendHybrid(body, c.idx, bw)

@@ -53,7 +53,7 @@ type readerSide struct {
 	Error     string      `json:"error"`
 	Columns   [][2]string `json:"columns"`
 	Rows      [][]any     `json:"rows"`
-	Leaves    [][4]string `json:"leaves"`
+	Leaves    [][]any     `json:"leaves"`
 	RowGroups int         `json:"row_groups"`
 	CreatedBy string      `json:"created_by"`
 }

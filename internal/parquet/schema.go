@@ -149,7 +149,7 @@ func (s *schema) finish() {
 	})
 	s.leaves = s.leaves[:0]
 	for _, n := range top {
-		s.flatten(n, 0, 0, "")
+		s.flatten(n, 0, 0, n.name)
 	}
 	if f := s.fields; f != nil {
 		f.required, f.def = true, 0
@@ -167,8 +167,8 @@ func (s *schema) finish() {
 }
 
 // flatten appends n's elements and leaves; def and rep are its parent's
-// levels when present.
-func (s *schema) flatten(n *node, def, rep uint8, parent string) {
+// levels when present, path its name in error messages.
+func (s *schema) flatten(n *node, def, rep uint8, path string) {
 	rt := repOptional
 	if n.required {
 		rt = repRequired
@@ -176,10 +176,7 @@ func (s *schema) flatten(n *node, def, rep uint8, parent string) {
 		def++
 	}
 	n.def = def
-	n.path = n.name
-	if parent != "" {
-		n.path = parent + "." + n.name
-	}
+	n.path = path
 	n.leafLo = len(s.leaves)
 	switch n.kind {
 	case kindStruct:
@@ -191,7 +188,7 @@ func (s *schema) flatten(n *node, def, rep uint8, parent string) {
 		}
 		s.elements = append(s.elements, schemaElement{name: n.name, ptype: -1, repetition: rt, numChildren: int32(len(kids)), converted: convNone})
 		for _, c := range kids {
-			s.flatten(c, def, rep, n.path)
+			s.flatten(c, def, rep, path+"."+c.name)
 		}
 	case kindList, kindMap:
 		conv, lt, inner := convList, logList, "list"
@@ -203,9 +200,10 @@ func (s *schema) flatten(n *node, def, rep uint8, parent string) {
 			schemaElement{name: inner, ptype: -1, repetition: repRepeated, numChildren: int32(len(n.children)), converted: convNone})
 		n.elemRep = rep + 1
 		for _, c := range n.children {
-			s.flatten(c, def+1, rep+1, n.path)
 			if n.kind == kindList {
-				c.path = n.path + "[]"
+				s.flatten(c, def+1, rep+1, path+"[]")
+			} else {
+				s.flatten(c, def+1, rep+1, path+"."+c.name)
 			}
 		}
 	default:

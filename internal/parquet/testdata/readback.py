@@ -56,6 +56,14 @@ def duck_type(t):
     }.get(kind, kind)
 
 
+def arrow_type(t):
+    """pyarrow's spelling, less what DuckDB's types cannot show: the
+    "not null" of required nested fields (the leaves list has them) and the
+    entries name of a map read from Parquet ("map<k, v ('name')>")."""
+    s = str(t).replace(" not null", "")
+    return re.sub(r" \('[^']*'\)>", ">", s)
+
+
 def arrow_side(path):
     f = pq.ParquetFile(path)
     table = f.read()
@@ -63,10 +71,10 @@ def arrow_side(path):
     leaves = []
     for i in range(len(s)):
         c = s.column(i)
-        leaves.append([c.path, c.physical_type, str(c.logical_type), str(c.converted_type)])
+        leaves.append([c.path, c.physical_type, str(c.logical_type), str(c.converted_type),
+                       c.max_definition_level, c.max_repetition_level])
     return {
-        # pyarrow spells a map read from Parquet "map<k, v ('name')>".
-        "columns": [[fld.name, re.sub(r" \('[^']*'\)>", ">", str(fld.type))] for fld in table.schema],
+        "columns": [[fld.name, arrow_type(fld.type)] for fld in table.schema],
         "leaves": leaves,
         "rows": [tag(list(r.values())) for r in table.to_pylist()],
         "row_groups": f.metadata.num_row_groups,

@@ -82,9 +82,9 @@ func TestPinnedRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		payload string
+		payload  string
 		sentinel error
-		want    string
+		want     string
 	}{
 		{`{"status":1}`, ErrSchemaMismatch, `field "level": required, missing`},
 		{`{"level":null}`, ErrSchemaMismatch, `field "level": required, got null`},

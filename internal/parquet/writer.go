@@ -213,8 +213,9 @@ func (e *Encoder) Reset(src Source) {
 // Observe is pass 1: it learns the payload's fields and types from one
 // record. It is needed only for payload schema json without a pinned
 // schema (elsewhere it does nothing), and must see exactly the records that
-// Write will see, in any order: the schema is their union. Payloads that
-// are not valid JSON are ignored (Write rejects them).
+// Write will see, in the same (offset) order: the schema is their union and
+// its columns come in order of first appearance. Payloads that are not
+// valid JSON are ignored (Write rejects them).
 func (e *Encoder) Observe(payload []byte) error {
 	if e.phase != phaseObserve {
 		return ErrPhase

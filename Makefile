@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 # The SAM CLI reports usage to AWS unless told not to.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: all demo test tools py-tools sam-cli fmt-check vet unit bench bootstrap build-SinkFunction clean
+.PHONY: all demo test tools py-tools sam-cli parquet-readers bench-parquet fmt-check vet unit bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -17,7 +17,7 @@ demo:
 	$(GO) run ./cmd/poller demo
 
 ## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the tests)
-test: tools py-tools sam-cli fmt-check vet
+test: tools py-tools sam-cli parquet-readers fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie) into .bin/
@@ -43,6 +43,15 @@ sam-cli:
 	  echo "installing AWS SAM CLI into .bin/samcli"; \
 	  python3 -m venv $(BIN)/samcli && $(BIN)/samcli/bin/pip install --quiet aws-sam-cli && \
 	  ln -sf $(BIN)/samcli/bin/sam $(BIN)/sam || echo "AWS SAM CLI not installed; its template checks will be skipped"; }
+
+## parquet-readers: pyarrow and DuckDB in a venv under .bin/pyenv-parquet, the two independent
+## readers internal/parquet's tests read every written file back with (required in CI)
+parquet-readers:
+	bash scripts/parquet-readers.sh
+
+## bench-parquet: internal/parquet against pyarrow on the same JSON Lines file (MB/s, sizes)
+bench-parquet: parquet-readers
+	bash scripts/bench-parquet.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \

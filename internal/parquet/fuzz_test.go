@@ -44,7 +44,7 @@ func FuzzParseSchema(f *testing.F) {
 // always produce a file whose footer and page headers parse; the same
 // input must give the same bytes twice.
 func FuzzWriter(f *testing.F) {
-	f.Add([]byte(`{"a":1,"b":[1,2.5],"c":{"d":"x"}}` + "\x1e" + `{"a":"s","b":[],"e":null}`), uint8(0))
+	f.Add([]byte(`{"a":1,"b":[1,2.5],"c":{"d":"x"}}`+"\x1e"+`{"a":"s","b":[],"e":null}`), uint8(0))
 	f.Add([]byte(`[1]`+"\x1e"+`"s"`+"\x1e"+`{"":{"A":1,"a":2}}`+"\x1e"+`{"x":`), uint8(3))
 	f.Add([]byte(`{"a":{"b":{"c":[[[{"d":true}]]]}}}`+"\x1e"+`{"a":{"b":{"c":[[["x"]]]}}}`), uint8(6))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {

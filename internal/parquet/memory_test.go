@@ -13,8 +13,8 @@ import (
 // in both passes: the heap must stay near one row group, far below the
 // object's size.
 func TestStreamingMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 70 MB")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes 70 MB; heap figures mean nothing under the race detector")
 	}
 	const batches, per = 50, 2000
 	enc, err := NewEncoder(Options{Payload: PayloadJSON, IncludeMetadata: true, RowGroupBytes: 8 << 20})

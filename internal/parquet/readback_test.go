@@ -188,14 +188,14 @@ func checkFooter(t *testing.T, name string, data []byte) *footer {
 
 func TestReadBackGenerated(t *testing.T) {
 	src := Source{Stream: "orders", Topic: "eu-west", Partition: 7}
-	recs := genRecords(1, 1500)
+	recs := genRecords(1, 1000)
 	var cases []*fileCase
 	for _, codec := range []string{"zstd", "snappy", "gzip", "none"} {
 		for _, small := range []bool{false, true} {
 			opts := Options{Payload: PayloadJSON, IncludeMetadata: true, IncludeHeaders: true, Compression: codec}
 			if small {
 				// Many pages, row groups and dictionary fallbacks.
-				opts.PageBytes, opts.RowGroupRows, opts.DictionaryBytes = 2<<10, 333, 1<<10
+				opts.PageBytes, opts.RowGroupRows, opts.DictionaryBytes = 2<<10, 222, 1<<10
 			}
 			cases = append(cases, &fileCase{
 				name: fmt.Sprintf("%s/small=%v", codec, small), opts: opts, src: src, recs: recs,

@@ -339,37 +339,7 @@ func (c *column) finishChunk(env *pageEnv, w *countWriter, meta *chunkMeta) erro
 	meta.totalUncompressed = c.uncompressed
 	meta.totalCompressed = int64(len(c.pages))
 	if c.dictUsed {
-		for i := range c.dict.len() {
-			e := c.dict.entry(i)
-			switch c.ptype {
-			case typeInt64:
-				c.foldInt(int64(binary.LittleEndian.Uint64(e)))
-			case typeInt32:
-				c.foldInt(int64(int32(binary.LittleEndian.Uint32(e))))
-			case typeDouble:
-				c.foldFloat(math.Float64frombits(binary.LittleEndian.Uint64(e)))
-			}
-		}
-		body := env.body[:0]
-		for i := range c.dict.len() {
-			e := c.dict.entry(i)
-			if c.ptype == typeByteArray {
-				n := len(e)
-				body = append(body, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
-			}
-			body = append(body, e...)
-		}
-		env.body = body
-		env.cbuf = env.comp.compress(env.cbuf[:0], body)
-		env.tw.reset()
-		env.tw.dictPageHeader(len(body), len(env.cbuf), c.dict.len())
-		meta.dictPageOffset = w.off
-		meta.totalUncompressed += int64(len(env.tw.buf) + len(body))
-		meta.totalCompressed += int64(len(env.tw.buf) + len(env.cbuf))
-		if err := w.write(env.tw.buf); err != nil {
-			return err
-		}
-		if err := w.write(env.cbuf); err != nil {
+		if err := c.writeDictPage(env, w, meta); err != nil {
 			return err
 		}
 	}
@@ -386,4 +356,36 @@ func (c *column) finishChunk(env *pageEnv, w *countWriter, meta *chunkMeta) erro
 		meta.encodings = append(meta.encodings, encRLEDictionary)
 	}
 	return w.write(c.pages)
+}
+
+// writeDictPage writes the chunk's PLAIN dictionary page and folds its
+// values into the chunk's min and max.
+func (c *column) writeDictPage(env *pageEnv, w *countWriter, meta *chunkMeta) error {
+	body := env.body[:0]
+	for i := range c.dict.len() {
+		e := c.dict.entry(i)
+		switch c.ptype {
+		case typeInt64:
+			c.foldInt(int64(binary.LittleEndian.Uint64(e)))
+		case typeInt32:
+			c.foldInt(int64(int32(binary.LittleEndian.Uint32(e))))
+		case typeDouble:
+			c.foldFloat(math.Float64frombits(binary.LittleEndian.Uint64(e)))
+		case typeByteArray:
+			n := len(e)
+			body = append(body, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+		}
+		body = append(body, e...)
+	}
+	env.body = body
+	env.cbuf = env.comp.compress(env.cbuf[:0], body)
+	env.tw.reset()
+	env.tw.dictPageHeader(len(body), len(env.cbuf), c.dict.len())
+	meta.dictPageOffset = w.off
+	meta.totalUncompressed += int64(len(env.tw.buf) + len(body))
+	meta.totalCompressed += int64(len(env.tw.buf) + len(env.cbuf))
+	if err := w.write(env.tw.buf); err != nil {
+		return err
+	}
+	return w.write(env.cbuf)
 }

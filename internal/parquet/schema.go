@@ -207,28 +207,34 @@ func (s *schema) flatten(n *node, def, rep uint8, path string) {
 			}
 		}
 	default:
-		e := schemaElement{name: n.name, repetition: rt, converted: convNone}
-		switch n.kind {
-		case kindBool:
-			e.ptype = typeBoolean
-		case kindInt64:
-			e.ptype = typeInt64
-		case kindInt32:
-			e.ptype = typeInt32
-		case kindDouble:
-			e.ptype = typeDouble
-		case kindTimestamp:
-			e.ptype, e.converted, e.logical = typeInt64, convTimestampMicros, logTimestampMicrosUTC
-		case kindBytes:
-			e.ptype = typeByteArray
-		default: // kindString, kindJSON, kindText
-			e.ptype, e.converted, e.logical = typeByteArray, convUTF8, logString
-		}
+		e := leafElement(n, rt)
 		s.elements = append(s.elements, e)
 		n.col = &column{ptype: e.ptype, maxDef: def, maxRep: rep}
 		s.leaves = append(s.leaves, n)
 	}
 	n.leafHi = len(s.leaves)
+}
+
+// leafElement is the schema element of a leaf node.
+func leafElement(n *node, rt int32) schemaElement {
+	e := schemaElement{name: n.name, repetition: rt, converted: convNone}
+	switch n.kind {
+	case kindBool:
+		e.ptype = typeBoolean
+	case kindInt64:
+		e.ptype = typeInt64
+	case kindInt32:
+		e.ptype = typeInt32
+	case kindDouble:
+		e.ptype = typeDouble
+	case kindTimestamp:
+		e.ptype, e.converted, e.logical = typeInt64, convTimestampMicros, logTimestampMicrosUTC
+	case kindBytes:
+		e.ptype = typeByteArray
+	default: // kindString, kindJSON, kindText
+		e.ptype, e.converted, e.logical = typeByteArray, convUTF8, logString
+	}
+	return e
 }
 
 // listNode returns a LIST node whose element is elem (children[0]).

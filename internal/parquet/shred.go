@@ -167,34 +167,11 @@ func (s *shredder) value(n *node, i int, rep uint8) int {
 	}
 	switch n.kind {
 	case kindString:
-		if c != '"' {
-			return s.wrongType(n, c)
-		}
-		end, esc := scanString(src, i)
-		if end < 0 {
-			return s.invalid(end)
-		}
-		b := src[i+1 : end-1]
-		if esc {
-			s.sbuf = unescape(s.sbuf[:0], b)
-			b = s.sbuf
-		}
-		n.col.addBytes(b, n.def, rep)
-		return end
+		return s.str(n, i, rep)
 	case kindInt64, kindInt32, kindDouble:
 		return s.number(n, i, rep)
 	case kindBool:
-		switch {
-		case hasLit(src, i, "true"):
-			n.col.addBool(true, n.def, rep)
-			return i + 4
-		case hasLit(src, i, "false"):
-			n.col.addBool(false, n.def, rep)
-			return i + 5
-		case c == 't' || c == 'f':
-			return s.invalid(^i)
-		}
-		return s.wrongType(n, c)
+		return s.boolean(n, i, rep)
 	case kindJSON:
 		var end int
 		s.sbuf, end = compactValue(s.sbuf[:0], src, i)
@@ -222,6 +199,40 @@ func (s *shredder) value(n *node, i int, rep uint8) int {
 		return s.invalid(end)
 	}
 	return end
+}
+
+// str writes a JSON string, unescaped when it holds escapes.
+func (s *shredder) str(n *node, i int, rep uint8) int {
+	src := s.src
+	if src[i] != '"' {
+		return s.wrongType(n, src[i])
+	}
+	end, esc := scanString(src, i)
+	if end < 0 {
+		return s.invalid(end)
+	}
+	b := src[i+1 : end-1]
+	if esc {
+		s.sbuf = unescape(s.sbuf[:0], b)
+		b = s.sbuf
+	}
+	n.col.addBytes(b, n.def, rep)
+	return end
+}
+
+func (s *shredder) boolean(n *node, i int, rep uint8) int {
+	src := s.src
+	switch {
+	case hasLit(src, i, "true"):
+		n.col.addBool(true, n.def, rep)
+		return i + 4
+	case hasLit(src, i, "false"):
+		n.col.addBool(false, n.def, rep)
+		return i + 5
+	case src[i] == 't' || src[i] == 'f':
+		return s.invalid(^i)
+	}
+	return s.wrongType(n, src[i])
 }
 
 func (s *shredder) number(n *node, i int, rep uint8) int {
@@ -288,39 +299,7 @@ func (s *shredder) object(n *node, i int, rep uint8) int {
 		i++
 	} else {
 		for pos := 0; ; pos++ {
-			if i >= len(src) || src[i] != '"' {
-				return s.invalid(^i)
-			}
-			keyAt := i
-			end, esc := scanString(src, i)
-			if end < 0 {
-				return s.invalid(end)
-			}
-			key := src[i+1 : end-1]
-			if esc {
-				s.kbuf = unescape(s.kbuf[:0], key)
-				key = s.kbuf
-			}
-			child := n.lookup(key, pos)
-			i = skipWS(src, end)
-			if i >= len(src) || src[i] != ':' {
-				return s.invalid(^i)
-			}
-			if i = skipWS(src, i+1); i >= len(src) {
-				return s.invalid(^i)
-			}
-			switch {
-			case child == nil:
-				i = s.unknown(n, keyAt, end, i)
-			case child.stamp == st:
-				if i = skipValue(src, i); i < 0 {
-					return s.invalid(i)
-				}
-			default:
-				child.stamp = st
-				i = s.value(child, i, rep)
-			}
-			if i < 0 {
+			if i = s.member(n, i, pos, st, rep); i < 0 {
 				return -1
 			}
 			if i = skipWS(src, i); i >= len(src) {
@@ -345,6 +324,43 @@ func (s *shredder) object(n *node, i int, rep uint8) int {
 		}
 	}
 	return i
+}
+
+// member shreds the member at i, the pos-th of the object instance st.
+func (s *shredder) member(n *node, i, pos int, st uint64, rep uint8) int {
+	src := s.src
+	if i >= len(src) || src[i] != '"' {
+		return s.invalid(^i)
+	}
+	keyAt := i
+	end, esc := scanString(src, i)
+	if end < 0 {
+		return s.invalid(end)
+	}
+	key := src[i+1 : end-1]
+	if esc {
+		s.kbuf = unescape(s.kbuf[:0], key)
+		key = s.kbuf
+	}
+	child := n.lookup(key, pos)
+	i = skipWS(src, end)
+	if i >= len(src) || src[i] != ':' {
+		return s.invalid(^i)
+	}
+	if i = skipWS(src, i+1); i >= len(src) {
+		return s.invalid(^i)
+	}
+	switch {
+	case child == nil:
+		return s.unknown(n, keyAt, end, i)
+	case child.stamp == st:
+		if i = skipValue(src, i); i < 0 {
+			return s.invalid(i)
+		}
+		return i
+	}
+	child.stamp = st
+	return s.value(child, i, rep)
 }
 
 // unknown handles a member (name at src[keyAt:keyEnd]) the struct n does

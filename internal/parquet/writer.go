@@ -121,6 +121,8 @@ type Encoder struct {
 	marks  []colMark
 	pool   []*column
 	hdrs   []Header
+	hdrs2  []Header
+	keys   []byte
 	text   []byte
 	rows   int64
 	gRows  int64
@@ -399,6 +401,9 @@ func (e *Encoder) writeHeaders(hs []Header) {
 		val.addNull(1, 0)
 		return
 	}
+	if !validKeys(hs) {
+		hs = e.lossyKeys(hs)
+	}
 	if !strictlySorted(hs) {
 		e.hdrs = append(e.hdrs[:0], hs...)
 		slices.SortStableFunc(e.hdrs, func(a, b Header) int { return bytes.Compare(a.Key, b.Key) })
@@ -419,6 +424,34 @@ func (e *Encoder) writeHeaders(hs []Header) {
 		key.addBytes(e.valid(h.Key), 2, rep)
 		val.addBytes(e.valid(h.Value), 3, rep)
 	}
+}
+
+func validKeys(hs []Header) bool {
+	for _, h := range hs {
+		if !utf8.Valid(h.Key) {
+			return false
+		}
+	}
+	return true
+}
+
+// lossyKeys copies hs with ill-formed UTF-8 in keys replaced, before the
+// keys are sorted and deduplicated: two keys that differ only in their
+// ill-formed bytes become one.
+func (e *Encoder) lossyKeys(hs []Header) []Header {
+	e.keys = e.keys[:0]
+	for _, h := range hs {
+		e.keys = appendLossy(e.keys, h.Key)
+	}
+	e.hdrs = e.hdrs[:0]
+	end := 0
+	for _, h := range hs {
+		n := len(appendLossy(e.text[:0], h.Key))
+		e.hdrs = append(e.hdrs, Header{Key: e.keys[end : end+n], Value: h.Value})
+		end += n
+	}
+	e.hdrs2 = append(e.hdrs2[:0], e.hdrs...)
+	return e.hdrs2
 }
 
 func strictlySorted(hs []Header) bool {

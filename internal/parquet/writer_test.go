@@ -117,3 +117,26 @@ func TestRejectedLeavesNoTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderEdgeCases: unsorted, duplicate and ill-formed keys, and a file
+// without rows, read back by both readers.
+func TestHeaderEdgeCases(t *testing.T) {
+	h := func(k, v string) Header { return Header{Key: []byte(k), Value: []byte(v)} }
+	recs := []oracleRecord{
+		{offset: 0, headers: []Header{h("b", "1"), h("a", "2"), h("b", "3")}, payload: []byte(`{"x":1}`)},
+		{offset: 1, headers: []Header{h("k\xff", "first"), h("k\xfe", "second \xff")}, payload: []byte(`{"x":2}`)},
+		{offset: 2, headers: []Header{}, payload: []byte(`{"x":3}`)},
+		{offset: 3, payload: []byte(`{"x":4}`)},
+	}
+	c := &fileCase{name: "headers", opts: Options{Payload: PayloadJSON, IncludeHeaders: true}, recs: recs}
+	c.want.columns = [][2]string{{"headers", "map<string, string>"}, {"x", "int64"}}
+	c.want.rows = [][]any{
+		{pairs{{"a", "2"}, {"b", "3"}}, int64(1)},
+		{pairs{{"k\uFFFD", "second \uFFFD"}}, int64(2)},
+		{pairs{}, int64(3)},
+		{nil, int64(4)},
+	}
+	empty := &fileCase{name: "no rows", opts: Options{Payload: PayloadJSON, IncludeMetadata: true}}
+	empty.want.columns = [][2]string{{"offset", "int64"}, {"timestamp", "timestamp[us, tz=UTC]"}, {"stream", "string"}, {"topic", "string"}, {"partition_id", "int64"}}
+	checkFiles(t, []*fileCase{c, empty})
+}

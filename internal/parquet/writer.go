@@ -1,92 +1,12 @@
 package parquet
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
-
-// Payload schemas (Options.Payload): the stream schema names the sink's
-// configuration uses.
-const (
-	PayloadJSON       = "json"
-	PayloadText       = "text"
-	PayloadRaw        = "raw"
-	PayloadProto      = "proto"      // as raw
-	PayloadFlatbuffer = "flatbuffer" // as raw
-	PayloadAvro       = "avro"       // as raw
-)
-
-// Defaults for the zero Options fields.
-const (
-	DefaultRowGroupBytes   = 128 << 20 // input bytes (payloads and headers) per row group
-	DefaultRowGroupRows    = 1 << 20
-	DefaultPageBytes       = 1 << 20
-	DefaultDictionaryBytes = 1 << 20
-	// pageRows caps a page's level entries, so that the page buffers of a
-	// column that encodes to almost nothing stay small.
-	pageRows = 20_000
-)
-
-// Options selects what a file holds and how it is encoded.
-type Options struct {
-	// Payload is the stream schema: "json" (fields become columns), "text"
-	// (one STRING payload column, ill-formed UTF-8 replaced), "raw", "proto",
-	// "flatbuffer" or "avro" (one BYTE_ARRAY payload column).
-	Payload string
-	// IncludeMetadata adds the columns offset, timestamp, stream, topic and
-	// partition_id; IncludeHeaders adds headers, a MAP<STRING,STRING>.
-	IncludeMetadata bool
-	IncludeHeaders  bool
-	// Schema pins the payload columns (schema json only); nil infers them
-	// per file from the records given to Observe.
-	Schema *PinnedSchema
-	// KeepExtra keeps the members a pinned schema does not name, as a JSON
-	// object in a payload_extra STRING column; false drops them.
-	KeepExtra bool
-	// Compression of every page: "zstd" (the default when empty), "snappy",
-	// "gzip" or "none".
-	Compression string
-	// A row group ends after the record that brings its input (payload and
-	// header bytes) to RowGroupBytes or its rows to RowGroupRows.
-	RowGroupBytes int64
-	RowGroupRows  int64
-	// PageBytes is the target size of a data page before compression.
-	PageBytes int
-	// DictionaryBytes caps a column chunk's dictionary; past it the chunk
-	// continues in PLAIN encoding.
-	DictionaryBytes int
-}
-
-// Source names the partition a file's records come from; it fills the
-// stream, topic and partition_id columns.
-type Source struct {
-	Stream    string
-	Topic     string
-	Partition uint32
-}
-
-// Header is one user header as text (batch.HeaderPairs decodes Iggy's wire
-// form into these; a batch.HeaderPair converts with Header(p)).
-type Header struct {
-	Key, Value []byte
-}
-
-// Record is one message. The Encoder does not keep any of its slices past
-// the call that receives it.
-type Record struct {
-	Offset    uint64 // written as INT64 (offsets stay far below 2^63)
-	Timestamp uint64 // server time, µs since the epoch
-	// Headers in any order; nil writes a null headers value (the message has
-	// none), an empty non-nil slice an empty map. Of duplicate keys the last
-	// one wins; ill-formed UTF-8 is replaced.
-	Headers []Header
-	Payload []byte
-}
 
 type phase uint8
 
@@ -384,92 +304,6 @@ func (e *Encoder) shred(rec *Record) error {
 		s.payload.col.addBytes(rec.Payload, 0, 0)
 	}
 	return nil
-}
-
-// writeHeaders writes the headers map sorted by key, the last of duplicate
-// keys kept (the order and choice of the JSON formats' headers object).
-func (e *Encoder) writeHeaders(hs []Header) {
-	m := e.sch.headers
-	key, val := m.children[0].col, m.children[1].col
-	if hs == nil {
-		key.addNull(0, 0)
-		val.addNull(0, 0)
-		return
-	}
-	if len(hs) == 0 {
-		key.addNull(1, 0)
-		val.addNull(1, 0)
-		return
-	}
-	if !validKeys(hs) {
-		hs = e.lossyKeys(hs)
-	}
-	if !strictlySorted(hs) {
-		e.hdrs = append(e.hdrs[:0], hs...)
-		slices.SortStableFunc(e.hdrs, func(a, b Header) int { return bytes.Compare(a.Key, b.Key) })
-		out := e.hdrs[:0]
-		for i, h := range e.hdrs {
-			if i+1 < len(e.hdrs) && bytes.Equal(h.Key, e.hdrs[i+1].Key) {
-				continue // a later duplicate wins
-			}
-			out = append(out, h)
-		}
-		hs = out
-	}
-	for i, h := range hs {
-		rep := uint8(1)
-		if i == 0 {
-			rep = 0
-		}
-		key.addBytes(e.valid(h.Key), 2, rep)
-		val.addBytes(e.valid(h.Value), 3, rep)
-	}
-}
-
-func validKeys(hs []Header) bool {
-	for _, h := range hs {
-		if !utf8.Valid(h.Key) {
-			return false
-		}
-	}
-	return true
-}
-
-// lossyKeys copies hs with ill-formed UTF-8 in keys replaced, before the
-// keys are sorted and deduplicated: two keys that differ only in their
-// ill-formed bytes become one.
-func (e *Encoder) lossyKeys(hs []Header) []Header {
-	e.keys = e.keys[:0]
-	for _, h := range hs {
-		e.keys = appendLossy(e.keys, h.Key)
-	}
-	e.hdrs = e.hdrs[:0]
-	end := 0
-	for _, h := range hs {
-		n := len(appendLossy(e.text[:0], h.Key))
-		e.hdrs = append(e.hdrs, Header{Key: e.keys[end : end+n], Value: h.Value})
-		end += n
-	}
-	e.hdrs2 = append(e.hdrs2[:0], e.hdrs...)
-	return e.hdrs2
-}
-
-func strictlySorted(hs []Header) bool {
-	for i := 1; i < len(hs); i++ {
-		if bytes.Compare(hs[i-1].Key, hs[i].Key) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// valid returns b, or a copy with ill-formed UTF-8 replaced.
-func (e *Encoder) valid(b []byte) []byte {
-	if utf8.Valid(b) {
-		return b
-	}
-	e.text = appendLossy(e.text[:0], b)
-	return e.text
 }
 
 // flushRowGroup writes the current row group's column chunks.

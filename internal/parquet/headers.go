@@ -91,4 +91,3 @@ func (e *Encoder) valid(b []byte) []byte {
 	e.text = appendLossy(e.text[:0], b)
 	return e.text
 }
-

@@ -77,4 +77,3 @@ type Record struct {
 	Headers []Header
 	Payload []byte
 }
-

@@ -9,8 +9,13 @@ const (
 	tString
 	tObject
 	tArray
-	tDeep // an object or array nested deeper than maxNesting
+	tDeep // nested deeper than maxNesting, or an object with more than maxMembers names
 )
+
+// maxMembers caps the distinct member names of a nested object: an object
+// used as a map (keyed by ids, say) would otherwise become thousands of
+// columns. Past it the field is kept as JSON text. The top level has no cap.
+const maxMembers = 1000
 
 // inode is one field of the schema being inferred.
 type inode struct {
@@ -172,6 +177,10 @@ func (f *inferrer) member(n *inode, key []byte, pos int) *inode {
 	}
 	c := n.index[string(key)]
 	if c == nil {
+		if len(n.kids) >= maxMembers && n != &f.root {
+			f.set(n, tDeep)
+			return nil
+		}
 		if n.index == nil {
 			n.index = make(map[string]*inode)
 		}
@@ -216,7 +225,12 @@ func (f *inferrer) object(n *inode, i, depth int) int {
 		if i = skipWS(src, i+1); i >= len(src) {
 			return ^i
 		}
-		if i = f.value(child, i, depth); i < 0 {
+		if child == nil { // too many names: n is JSON text now
+			i = skipValue(src, i)
+		} else {
+			i = f.value(child, i, depth)
+		}
+		if i < 0 {
 			return i
 		}
 		if i = skipWS(src, i); i >= len(src) {

@@ -52,6 +52,8 @@ var inferCases = []struct {
 	{"duplicate member: types united, first value kept", false, []string{`{"d":1,"d":"x"}`}, "d: string"},
 	{"invalid JSON ignored", false, []string{`{"a":1}`, `{"a":"x",`, `{"b":1} x`}, "a: int64"},
 	{"whitespace", false, []string{" \t{ \"a\" : [ 1 , 2 ] , \"b\" : { } }\r\n"}, "a: list<element: int64>"},
+	{"1000 member names", false, []string{wideObject(0, 600), wideObject(600, 1000)}, "m: struct<" + wideType(1000) + ">"},
+	{"more than 1000 member names: JSON text", false, []string{wideObject(0, 600), wideObject(600, 1001)}, "m: string"},
 	{"32 levels of containers", false, []string{`{"a":` + strings.Repeat(`{"b":`, 32) + `1` + strings.Repeat(`}`, 33)},
 		"a: " + strings.Repeat("struct<b: ", 32) + "int64" + strings.Repeat(">", 32)},
 	{"deeper than 32 levels: JSON text", false, []string{`{"a":` + strings.Repeat(`{"b":`, 33) + `1` + strings.Repeat(`}`, 34)},
@@ -95,4 +97,26 @@ func TestInferValues(t *testing.T) {
 		t.Errorf("oracle rows %v, want %v", f.rows, want)
 	}
 	checkFiles(t, []*fileCase{{name: "values", opts: Options{Payload: PayloadJSON}, recs: recs, want: f}})
+}
+
+// wideObject is {"m":{"k<from>":1,…,"k<to-1>":1}}.
+func wideObject(from, to int) string {
+	var b strings.Builder
+	b.WriteString(`{"m":{`)
+	for k := from; k < to; k++ {
+		if k > from {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":1`, k)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
+func wideType(n int) string {
+	parts := make([]string, n)
+	for k := range parts {
+		parts[k] = fmt.Sprintf("k%d: int64", k)
+	}
+	return strings.Join(parts, ", ")
 }

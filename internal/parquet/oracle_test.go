@@ -125,6 +125,9 @@ func inferType(values []json.RawMessage, depth int) *otype {
 	case kinds["string"]:
 		return &otype{kind: "string"}
 	case kinds["object"]:
+		if distinctMembers(values) > maxMembers {
+			return &otype{kind: "json"}
+		}
 		return inferStruct(values, depth, nil)
 	}
 	var elems []json.RawMessage
@@ -138,6 +141,18 @@ func inferType(values []json.RawMessage, depth int) *otype {
 		return el
 	}
 	return &otype{kind: "list", elem: el}
+}
+
+func distinctMembers(values []json.RawMessage) int {
+	names := map[string]bool{}
+	for _, v := range values {
+		if v[0] == '{' {
+			for _, m := range members(v) {
+				names[keyOf(m[0])] = true
+			}
+		}
+	}
+	return len(names)
 }
 
 func inferStruct(values []json.RawMessage, depth int, reserved []string) *otype {

@@ -12,9 +12,10 @@ const (
 	tDeep // nested deeper than maxNesting, or an object with more than maxMembers names
 )
 
-// maxMembers caps the distinct member names of a nested object: an object
-// used as a map (keyed by ids, say) would otherwise become thousands of
-// columns. Past it the field is kept as JSON text. The top level has no cap.
+// maxMembers caps the distinct member names of an object: an object used
+// as a map (keyed by ids, say) would otherwise become thousands of columns.
+// Past it a nested field is kept as JSON text; at the top level, the names
+// after the first maxMembers go to the payload_extra column.
 const maxMembers = 1000
 
 // inode is one field of the schema being inferred.
@@ -177,8 +178,8 @@ func (f *inferrer) member(n *inode, key []byte, pos int) *inode {
 	}
 	c := n.index[string(key)]
 	if c == nil {
-		if len(n.kids) >= maxMembers && n != &f.root {
-			f.set(n, tDeep)
+		if len(n.kids) >= maxMembers {
+			f.set(n, tDeep) // the root: later names go to payload_extra
 			return nil
 		}
 		if n.index == nil {

@@ -54,6 +54,8 @@ var inferCases = []struct {
 	{"whitespace", false, []string{" \t{ \"a\" : [ 1 , 2 ] , \"b\" : { } }\r\n"}, "a: list<element: int64>"},
 	{"1000 member names", false, []string{wideObject(0, 600), wideObject(600, 1000)}, "m: struct<" + wideType(1000) + ">"},
 	{"more than 1000 member names: JSON text", false, []string{wideObject(0, 600), wideObject(600, 1001)}, "m: string"},
+	{"more than 1000 top-level names: the rest in payload_extra", false, []string{wideTop(0, 999), wideTop(990, 1003)},
+		strings.ReplaceAll(wideType(1000), "k", "t") + ", payload_extra: string"},
 	{"32 levels of containers", false, []string{`{"a":` + strings.Repeat(`{"b":`, 32) + `1` + strings.Repeat(`}`, 33)},
 		"a: " + strings.Repeat("struct<b: ", 32) + "int64" + strings.Repeat(">", 32)},
 	{"deeper than 32 levels: JSON text", false, []string{`{"a":` + strings.Repeat(`{"b":`, 33) + `1` + strings.Repeat(`}`, 34)},
@@ -119,4 +121,9 @@ func wideType(n int) string {
 		parts[k] = fmt.Sprintf("k%d: int64", k)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// wideTop is {"t<from>":1,…,"t<to-1>":1}.
+func wideTop(from, to int) string {
+	return strings.TrimSuffix(strings.TrimPrefix(strings.ReplaceAll(wideObject(from, to), `"k`, `"t`), `{"m":`), "}")
 }

@@ -156,6 +156,12 @@ func distinctMembers(values []json.RawMessage) int {
 }
 
 func inferStruct(values []json.RawMessage, depth int, reserved []string) *otype {
+	return inferStructOf(values, depth, reserved, nil)
+}
+
+// inferStructOf infers a struct from the members whose names allowed
+// accepts (nil: all).
+func inferStructOf(values []json.RawMessage, depth int, reserved []string, allowed map[string]bool) *otype {
 	var order []string
 	byKey := map[string][]json.RawMessage{}
 	for _, v := range values {
@@ -164,6 +170,9 @@ func inferStruct(values []json.RawMessage, depth int, reserved []string) *otype 
 		}
 		for _, m := range members(v) {
 			k := keyOf(m[0])
+			if allowed != nil && !allowed[k] {
+				continue
+			}
 			if _, ok := byKey[k]; !ok {
 				order = append(order, k)
 				byKey[k] = nil
@@ -290,7 +299,7 @@ func validJSON(p []byte) bool { return json.Valid(p) && utf8.Valid(p) }
 func oracleInferred(recs []oracleRecord, src Source, meta, headers bool) oracleFile {
 	var f oracleFile
 	var objs []json.RawMessage
-	nonObject := false
+	nonObject, wide := false, false
 	var ok []oracleRecord
 	for _, r := range recs {
 		if !validJSON(r.payload) {
@@ -318,7 +327,25 @@ func oracleInferred(recs []oracleRecord, src Source, meta, headers bool) oracleF
 	if nonObject {
 		reserved = append(reserved, "payload")
 	}
-	st := inferStruct(objs, 0, reserved)
+	// The first maxMembers top-level names are columns, later ones go to
+	// payload_extra.
+	var allowed map[string]bool
+	for _, o := range objs {
+		for _, m := range members(o) {
+			if k := keyOf(m[0]); allowed == nil || !allowed[k] && len(allowed) < maxMembers {
+				if allowed == nil {
+					allowed = map[string]bool{}
+				}
+				allowed[k] = true
+			} else if !allowed[k] {
+				wide = true
+			}
+		}
+	}
+	if wide {
+		reserved = append(reserved, "payload_extra")
+	}
+	st := inferStructOf(objs, 0, reserved, allowed)
 	cols := 0
 	for _, fd := range st.fields {
 		if fd.t.kind != "null" {
@@ -329,6 +356,9 @@ func oracleInferred(recs []oracleRecord, src Source, meta, headers bool) oracleF
 	payloadCol := nonObject || (cols == 0 && !meta && !headers)
 	if payloadCol {
 		f.columns = append(f.columns, [2]string{"payload", "string"})
+	}
+	if wide {
+		f.columns = append(f.columns, [2]string{"payload_extra", "string"})
 	}
 	for _, r := range ok {
 		var row []any
@@ -355,6 +385,9 @@ func oracleInferred(recs []oracleRecord, src Source, meta, headers bool) oracleF
 			} else {
 				row = append(row, compact(p))
 			}
+		}
+		if wide {
+			row = append(row, extraMembers(p, allowed))
 		}
 		f.rows = append(f.rows, row)
 	}
@@ -458,4 +491,22 @@ func sameValue(exp, got any) error {
 		return nil
 	}
 	return fmt.Errorf("oracle: unexpected %T", exp)
+}
+
+// extraMembers is the JSON object of p's members that allowed does not
+// name, in order, or nil.
+func extraMembers(p json.RawMessage, allowed map[string]bool) any {
+	if p[0] != '{' {
+		return nil
+	}
+	var parts []string
+	for _, m := range members(p) {
+		if !allowed[keyOf(m[0])] {
+			parts = append(parts, compact(m[0])+":"+compact(m[1]))
+		}
+	}
+	if parts == nil {
+		return nil
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

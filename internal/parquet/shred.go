@@ -368,9 +368,6 @@ func (s *shredder) member(n *node, i, pos int, st uint64, rep uint8) int {
 func (s *shredder) unknown(n *node, keyAt, keyEnd, i int) int {
 	src := s.src
 	sch := s.sch
-	if sch.inferred {
-		return s.mismatch("field %q is not in the inferred schema (was the record observed?)", n.path+"."+string(src[keyAt+1:keyEnd-1]))
-	}
 	if n == sch.fields && sch.extra != nil {
 		s.xbuf = append(s.xbuf, ',')
 		s.xbuf = append(s.xbuf, src[keyAt:keyEnd]...)
@@ -380,6 +377,9 @@ func (s *shredder) unknown(n *node, keyAt, keyEnd, i int) int {
 			return s.invalid(end)
 		}
 		return end
+	}
+	if sch.inferred {
+		return s.mismatch("field %q is not in the inferred schema (was the record observed?)", n.path+"."+string(src[keyAt+1:keyEnd-1]))
 	}
 	end := skipValue(src, i)
 	if end < 0 {

@@ -92,7 +92,7 @@ func NewEncoder(opts Options) (*Encoder, error) {
 
 // reservedClash names the top-level column a pinned field name would take.
 func reservedClash(name string, o Options) string {
-	for _, r := range reservedNames(o, true) {
+	for _, r := range reservedNames(o, false, o.KeepExtra) {
 		if strings.EqualFold(name, r) {
 			return r
 		}
@@ -101,7 +101,7 @@ func reservedClash(name string, o Options) string {
 }
 
 // reservedNames lists the top-level names taken before payload fields.
-func reservedNames(o Options, payload bool) []string {
+func reservedNames(o Options, payload, extra bool) []string {
 	var names []string
 	if o.IncludeMetadata {
 		names = append(names, colOffset, colTimestamp, colStream, colTopic, colPartition)
@@ -112,7 +112,7 @@ func reservedNames(o Options, payload bool) []string {
 	if payload {
 		names = append(names, colPayload)
 	}
-	if o.Schema != nil && o.KeepExtra {
+	if extra {
 		names = append(names, colExtra)
 	}
 	return names
@@ -193,8 +193,12 @@ func (e *Encoder) buildSchema() *schema {
 		}
 	default:
 		s.inferred = true
-		s.fields = resolveStruct(&e.inf.root, reservedNames(o, e.inf.nonObject))
+		wide := e.inf.root.mask&tDeep != 0
+		s.fields = resolveStruct(&e.inf.root, reservedNames(o, e.inf.nonObject, wide))
 		s.fields.kind = kindStruct
+		if wide {
+			s.extra = &node{name: colExtra, kind: kindJSON}
+		}
 		if e.inf.nonObject || (s.fields.leafCount() == 0 && !o.IncludeMetadata && !o.IncludeHeaders) {
 			s.payload = &node{name: colPayload, kind: kindJSON}
 		}

@@ -13,7 +13,9 @@ var ErrInvalidJSON = errors.New("payload is not valid JSON")
 
 // ErrSchemaMismatch is wrapped by a RecordError whose payload does not fit
 // the file's schema: a value of the wrong type for a pinned field, a missing
-// required field, or a top-level payload that is not an object.
+// or null required field, a top-level payload that is not an object under a
+// pinned schema, or, with an inferred schema, a member pass 1 did not see
+// (the record was not given to Observe).
 var ErrSchemaMismatch = errors.New("payload does not match the schema")
 
 // RecordError reports a record that was not written. Err wraps

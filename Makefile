@@ -24,7 +24,7 @@ SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
 LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
 
-.PHONY: all help demo local test tools py-tools sam-cli fmt-check vet bench bootstrap build-SinkFunction clean
+.PHONY: all help demo local test tools py-tools sam-cli parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -43,7 +43,7 @@ local: tools py-tools
 	@$(BIN)/poller local
 
 ## test: install tools, check formatting and vet, run every test with -race; ends with a line on skipped tests
-test: tools py-tools sam-cli fmt-check vet
+test: tools py-tools sam-cli parquet-readers fmt-check vet
 	set -o pipefail; MODEL_SEEDS=40 $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
 	@echo "the drain's randomized model test, 300 seeds (without -race: the 40 above ran with it)"
 	set -o pipefail; $(GO) test -count=1 -parallel 16 -timeout 10m -json -run '^TestModel$$' ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
@@ -89,6 +89,15 @@ py-tools:
 sam-cli:
 	@mkdir -p $(BIN)
 	$(call venv,$(SAM_VENV),$(SAM_PKGS),sam)
+
+## parquet-readers: pyarrow and DuckDB in a venv under .bin/pyenv-parquet, the two independent
+## readers internal/parquet's tests read every written file back with (required in CI)
+parquet-readers:
+	bash scripts/parquet-readers.sh
+
+## bench-parquet: internal/parquet against pyarrow on the same JSON Lines file (MB/s, sizes)
+bench-parquet: parquet-readers
+	bash scripts/bench-parquet.sh
 
 ## fmt-check: fail when gofmt would change a file
 fmt-check:

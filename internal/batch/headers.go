@@ -307,3 +307,50 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 		return strconv.AppendInt(dst, int64(kk-1), 10)
 	}
 }
+
+// HeaderPair is one user header as text.
+type HeaderPair struct{ Key, Value []byte }
+
+// HeaderPairs decodes user headers into text pairs, for formats that store
+// them as strings (Parquet's MAP<STRING,STRING>): the keys, their order and
+// the choice among duplicates are those of the JSON formats' headers object
+// (sorted by key bytes, the last duplicate kept), and each value is its
+// JSON rendering without quotes — String as (lossy) text, Raw as base64,
+// Bool as true/false, integers in decimal, floats as serde_json writes
+// them, NaN and infinities as NaN, inf, -inf. A HeaderPairs reuses its
+// buffers; it is not safe for concurrent use.
+type HeaderPairs struct {
+	hs    headerSet
+	text  []byte
+	spans []int // value start and end offsets in text, two per kept header
+	pairs []HeaderPair
+}
+
+// Decode parses wire-form headers. The pairs alias p's buffers until the
+// next call. Malformed bytes return an error wrapping ErrMalformedHeaders
+// (the JSON formats then write the record without headers).
+func (p *HeaderPairs) Decode(raw []byte) ([]HeaderPair, error) {
+	if err := p.hs.parse(raw); err != nil {
+		return nil, err
+	}
+	h := &p.hs
+	if !slices.IsSortedFunc(h.list, h.cmp) {
+		slices.SortStableFunc(h.list, h.cmp)
+	}
+	p.text, p.spans = p.text[:0], p.spans[:0]
+	kept := h.list[:0]
+	for i, e := range h.list {
+		if i+1 < len(h.list) && bytes.Equal(h.keys[e.keyStart:e.keyEnd], h.keys[h.list[i+1].keyStart:h.list[i+1].keyEnd]) {
+			continue // a later duplicate wins
+		}
+		start := len(p.text)
+		p.text = appendValueText(p.text, e.kind, e.value)
+		p.spans = append(p.spans, start, len(p.text))
+		kept = append(kept, e)
+	}
+	p.pairs = p.pairs[:0]
+	for i, e := range kept {
+		p.pairs = append(p.pairs, HeaderPair{Key: h.keys[e.keyStart:e.keyEnd], Value: p.text[p.spans[2*i]:p.spans[2*i+1]]})
+	}
+	return p.pairs, nil
+}

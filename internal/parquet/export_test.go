@@ -1,0 +1,4 @@
+package parquet
+
+// AppendLossyForTest exposes appendLossy to the external tests.
+var AppendLossyForTest = appendLossy

@@ -1,0 +1,5 @@
+//go:build !race
+
+package parquet
+
+const raceEnabled = false

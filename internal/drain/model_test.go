@@ -101,6 +101,7 @@ const modelLease = time.Second // config.MinLeaseDuration
 
 func newModel(t *testing.T, seed uint64) *model {
 	w := newWorld(t)
+	w.hooks(t) // retention and dropped connections need the in-repo broker
 	w.backend = "inproc"
 	backends[0].start(t, w)
 	m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), w: w, topic: "model"}

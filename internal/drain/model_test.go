@@ -43,6 +43,9 @@ import (
 // MODEL_SEEDS=n runs seeds 1..n (default 300); MODEL_SEED=s runs seed s
 // alone. A failing seed prints the command that replays it.
 func TestModel(t *testing.T) {
+	if os.Getenv("IGGY_TEST_ADDRESS") != "" {
+		t.Skip("needs the in-repo broker's retention and connection hooks; IGGY_TEST_ADDRESS points at a real server")
+	}
 	seeds := modelSeeds(t)
 	for _, seed := range seeds {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -101,7 +104,6 @@ const modelLease = time.Second // config.MinLeaseDuration
 
 func newModel(t *testing.T, seed uint64) *model {
 	w := newWorld(t)
-	w.hooks(t) // retention and dropped connections need the in-repo broker
 	w.backend = "inproc"
 	backends[0].start(t, w)
 	m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), w: w, topic: "model"}

@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 # The SAM CLI reports usage to AWS unless told not to.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: all demo test tools py-tools sam-cli fmt-check vet unit bench bootstrap build-SinkFunction clean
+.PHONY: all demo test tools py-tools sam-cli sam-local fmt-check vet unit bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -16,9 +16,16 @@ all: test
 demo:
 	$(GO) run ./cmd/poller demo
 
-## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the tests)
+## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the
+## tests), then the `sam local` workflow (sam-local)
 test: tools py-tools sam-cli fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	./scripts/sam-local.sh
+
+## sam-local: `sam local invoke` and `sam local start-lambda` against MinIO, moto_server and an Iggy broker in
+## Docker (installed and started when missing, as root); skips locally without root or engine, fails in CI
+sam-local: tools py-tools sam-cli
+	./scripts/sam-local.sh
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie, minio) into .bin/
 tools: $(BIN)/versitygw $(BIN)/aws-lambda-rie $(BIN)/minio

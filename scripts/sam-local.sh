@@ -41,7 +41,8 @@ took() {
 
 [[ $(uname -s) == Linux ]] || skip_or_fail "needs Linux (Docker engine, busybox rootfs)"
 
-# Another run on this machine holds the bridge gateway's ports: wait for it.
+# Another run on this machine holds the bridge gateway's ports: wait for it. (Servers started
+# below close fd 9, so none of them holds the lock after the script.)
 exec 9>"${TMPDIR:-/tmp}/iggy-s3-sink-sam-local.lock"
 flock -w 900 9 || die "another sam-local run holds the lock for 15 minutes"
 
@@ -121,6 +122,8 @@ install_tools() {
 	if ! engine_answers && ! command -v dockerd >/dev/null; then pkgs+=(docker.io); fi
 	command -v docker >/dev/null || pkgs+=(docker.io)
 	[[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || pkgs+=(busybox-static)
+	command -v ip >/dev/null && command -v ss >/dev/null || pkgs+=(iproute2)
+	command -v curl >/dev/null || pkgs+=(curl)
 	if ((${#pkgs[@]})); then
 		apt_install $(printf '%s\n' "${pkgs[@]}" | sort -u)
 		took "installed from Debian: ${pkgs[*]}"
@@ -210,7 +213,7 @@ start_engine() {
 	export DOCKER_HOST=unix://$WORK/docker/docker.sock
 	dockerd --host "$DOCKER_HOST" --data-root "$WORK/docker/data" --exec-root "$WORK/docker/exec" \
 		--pidfile "$WORK/docker/dockerd.pid" --iptables=false --ip6tables=false --ip-forward=false \
-		>"$WORK/dockerd.log" 2>&1 &
+		>"$WORK/dockerd.log" 2>&1 9>&- &
 	DOCKERD_PID=$!
 	local i
 	for ((i = 0; i < 300; i++)); do
@@ -301,10 +304,10 @@ start_services() {
 	done
 	MINIO_ROOT_USER=minioadmin MINIO_ROOT_PASSWORD=minioadmin MINIO_BROWSER=off MINIO_UPDATE=off \
 		"$BIN/minio" server "$WORK/minio" --address "$GW:$S3_PORT" --console-address "127.0.0.1:0" --quiet \
-		>"$WORK/minio.log" 2>&1 &
+		>"$WORK/minio.log" 2>&1 9>&- &
 	PIDS+=($!)
 	wait_http "http://$GW:$S3_PORT/minio/health/live" minio $!
-	moto_server -H "$GW" -p "$DDB_PORT" >"$WORK/moto.log" 2>&1 &
+	moto_server -H "$GW" -p "$DDB_PORT" >"$WORK/moto.log" 2>&1 9>&- &
 	PIDS+=($!)
 	wait_http "http://$GW:$DDB_PORT/moto-api/" moto $!
 	start_iggy
@@ -322,10 +325,10 @@ start_services() {
 # container cannot reach a server on 127.0.0.1).
 start_iggy() {
 	if [[ -n ${IGGY_TEST_ADDRESS:-} ]]; then
-		"$WORK/samlocal" relay -listen "$GW:$IGGY_PORT" -to "$IGGY_TEST_ADDRESS" >>"$WORK/iggy.log" 2>&1 &
+		"$WORK/samlocal" relay -listen "$GW:$IGGY_PORT" -to "$IGGY_TEST_ADDRESS" >>"$WORK/iggy.log" 2>&1 9>&- &
 		IGGY_WHAT="the Iggy server at $IGGY_TEST_ADDRESS (relayed)"
 	else
-		"$WORK/testbroker" -addr "$GW:$IGGY_PORT" >>"$WORK/iggy.log" 2>&1 &
+		"$WORK/testbroker" -addr "$GW:$IGGY_PORT" >>"$WORK/iggy.log" 2>&1 9>&- &
 		IGGY_WHAT="the in-repo Iggy 0.8 broker"
 	fi
 	IGGY_PID=$!
@@ -418,7 +421,7 @@ start_lambda() {
 	LAMBDA_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	(cd "$ROOT" && exec sam local start-lambda --host 127.0.0.1 --port "$LAMBDA_PORT" -n "$ENV_FILE" \
 		--parameter-overrides "Architecture=$ARCH" --skip-pull-image "${IMAGE_ARGS[@]}" \
-		--add-host host.docker.internal:host-gateway) >"$WORK/start-lambda.log" 2>&1 &
+		--add-host host.docker.internal:host-gateway) >"$WORK/start-lambda.log" 2>&1 9>&- &
 	LAMBDA_PID=$!
 	PIDS+=("$LAMBDA_PID")
 	local i

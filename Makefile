@@ -20,12 +20,12 @@ demo:
 ## tests), then the `sam local` workflow (sam-local)
 test: tools py-tools sam-cli fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m ./...
-	./scripts/sam-local.sh
+	@./scripts/sam-local.sh
 
 ## sam-local: `sam local invoke` and `sam local start-lambda` against MinIO, moto_server and an Iggy broker in
 ## Docker (installed and started when missing, as root); skips locally without root or engine, fails in CI
 sam-local: tools py-tools sam-cli
-	./scripts/sam-local.sh
+	@./scripts/sam-local.sh
 
 ## tools: build the pinned Go tool dependencies (versitygw, aws-lambda-rie, minio) into .bin/, side by side
 ## (one build's module downloads and link overlap another's compiling)

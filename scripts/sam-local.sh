@@ -39,11 +39,17 @@ took() {
 	T_LAST=$(date +%s.%N)
 }
 
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
 [[ $(uname -s) == Linux ]] || skip_or_fail "needs Linux (Docker engine, busybox rootfs)"
+if [[ $(id -u) != 0 ]] && ! engine_answers; then
+	skip_or_fail "no Docker engine answers, and installing or starting one needs root"
+fi
 
 # Another run on this machine holds the bridge gateway's ports: wait for it. (Servers started
-# below close fd 9, so none of them holds the lock after the script.)
-exec 9>"${TMPDIR:-/tmp}/iggy-s3-sink-sam-local.lock"
+# below close fd 9, so none of them holds the lock after the script.) flock needs no write access.
+LOCK=/tmp/iggy-s3-sink-sam-local.lock
+{ exec 9>>"$LOCK" && chmod 666 "$LOCK"; } 2>/dev/null || exec 9<"$LOCK"
 flock -w 900 9 || die "another sam-local run holds the lock for 15 minutes"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sam-local.XXXXXX")
@@ -90,8 +96,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- 1. Tools -------------------------------------------------------------------------------------
-
-engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
 
 need_root() { # WHAT: installing WHAT or starting dockerd needs root
 	[[ $(id -u) == 0 ]] || skip_or_fail "no usable Docker engine and not root ($1 needs root)"
@@ -403,7 +407,7 @@ check_objects() {
 	return "${PIPESTATUS[0]}"
 }
 
-# failed_invocation shows what a failure looks like: with the Iggy broker stopped, `sam local invoke`
+# failed_invocation shows what a failure looks like: with Iggy unreachable (broker or relay stopped), `sam local invoke`
 # still exits 0; only the function's JSON result says it failed.
 failed_invocation() {
 	stop_server "$IGGY_PID"
@@ -412,7 +416,7 @@ failed_invocation() {
 		--parameter-overrides "Architecture=$ARCH" --skip-pull-image "${IMAGE_ARGS[@]}" \
 		--add-host host.docker.internal:host-gateway) >"$WORK/result.json" 2>"$WORK/invoke.log" || status=$?
 	verdict=$("${CHECK[@]}" judge "$WORK/result.json" --partitions "$PARTITIONS") || rc=$?
-	say "sam local invoke with the Iggy broker stopped: sam exit status $status; $verdict"
+	say "sam local invoke with Iggy unreachable: sam exit status $status; $verdict"
 	((rc == 2)) || die "an invocation without Iggy was not reported as failed"
 	took "a failed invocation is reported as failed"
 }

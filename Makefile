@@ -1,25 +1,51 @@
 # iggy-s3-sink — one entry point for building, testing and the demo.
+# `make help` lists the targets.
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/.bin
 GOARCH ?= $(shell $(GO) env GOARCH)
-PY_TOOLS := moto_server cfn-lint
 export PATH := $(BIN):$(PATH)
 # The SAM CLI reports usage to AWS unless told not to.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: all demo test tools py-tools sam-cli sam-local fmt-check vet unit bench bootstrap build-SinkFunction clean
+# Python test tools live in venvs under .bin/, never in the system Python
+# (Debian and Ubuntu refuse pip there: externally-managed-environment). A
+# venv is named after a checksum of its pins, so changing a pin makes a new
+# one beside the old; the SAM CLI pins its own aws-sam-translator and
+# cfn-lint, hence two venvs.
+PY := python3
+PY_PKGS := moto[server]==5.2.1 cfn-lint==1.51.0 aws-sam-translator==1.110.0
+SAM_PKGS := aws-sam-cli==1.170.0
+pins = $(shell printf '%s' '$(1)' | cksum | cut -d' ' -f1)
+PY_VENV := $(BIN)/pytools-$(call pins,$(PY_PKGS))
+SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
+
+# The commit for `--version` where the toolchain cannot stamp it (worktrees, -buildvcs=false).
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
+LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
+
+.PHONY: all help demo local test tools py-tools sam-cli aws-cli sam-local fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
+
+## help: list the targets
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' -e 's/: /\t/' | expand -t 22
 
 ## demo: drain sample traffic from an in-process Iggy broker into an in-process S3 (no setup, no network)
 demo:
 	$(GO) run ./cmd/poller demo
 
-## test: install tools, check formatting and vet, run every test with -race (servers start and stop inside the
-## tests), then the `sam local` workflow (sam-local)
+## local: S3, DynamoDB and an Iggy test broker with sample traffic on 127.0.0.1 until Ctrl-C; writes local.env
+# Built and run (not `go run`, which turns Ctrl-C into an error) from .bin/poller.
+local: tools py-tools
+	@$(GO) build -o $(BIN)/poller ./cmd/poller
+	@$(BIN)/poller local
+
+## test: install tools, check formatting and vet, run every test with -race (a line on skipped tests ends it), then
+## the `sam local` workflow (sam-local)
 test: tools py-tools sam-cli fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	set -o pipefail; $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
 	@./scripts/sam-local.sh
 
 ## sam-local: `sam local invoke` and `sam local start-lambda` against MinIO, moto_server and an Iggy broker in
@@ -50,25 +76,42 @@ $(BIN)/.minio-$(MINIO_VERSION):
 	GOBIN=$(BIN) $(GO) install -trimpath -gcflags='all=-N -l' -ldflags='-s -w' github.com/minio/minio@$(MINIO_VERSION)
 	@touch $@
 
-## py-tools: moto_server and cfn-lint from the machine, else from PyPI
+# venv DIR PACKAGES TOOLS: create the venv unless it is complete, then link
+# each console script in TOOLS into .bin/.
+define venv
+@if [ ! -f $(1)/.complete ]; then \
+  echo "installing $(2) into $(1)"; \
+  rm -rf $(1); \
+  $(PY) -m venv $(1) || { echo "$(PY) -m venv failed: on Debian/Ubuntu install python3-venv (apt-get install python3-venv)"; exit 1; }; \
+  $(1)/bin/python -m pip install --quiet --disable-pip-version-check $(foreach p,$(2),'$(p)') || { rm -rf $(1); exit 1; }; \
+  touch $(1)/.complete; \
+fi
+@for t in $(3); do ln -sfn $(notdir $(1))/bin/$$t $(BIN)/$$t; done
+endef
+
+## py-tools: moto_server, cfn-lint and aws-sam-translator (pinned) in a venv under .bin/
 py-tools:
-	@for t in $(PY_TOOLS); do command -v $$t >/dev/null || { \
-	  echo "installing Python test tools"; \
-	  python3 -m pip install --quiet "moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.110.0"; \
-	  if command -v pyenv >/dev/null; then pyenv rehash; fi; break; }; done
+	@mkdir -p $(BIN)
+	$(call venv,$(PY_VENV),$(PY_PKGS),moto_server cfn-lint)
 
-## sam-cli: AWS SAM CLI in a venv under .bin/ when the machine has none, for
-## `sam validate --lint` and `sam build` in the tests; best effort (the tests skip without it)
+## sam-cli: the AWS SAM CLI (pinned) in a venv under .bin/, for `sam validate --lint` and `sam build` in the tests
 sam-cli:
-	@command -v sam >/dev/null || [ -x $(BIN)/sam ] || { \
-	  echo "installing AWS SAM CLI into .bin/samcli"; \
-	  python3 -m venv $(BIN)/samcli && $(BIN)/samcli/bin/pip install --quiet aws-sam-cli && \
-	  ln -sf $(BIN)/samcli/bin/sam $(BIN)/sam || echo "AWS SAM CLI not installed; its template checks will be skipped"; }
+	@mkdir -p $(BIN)
+	$(call venv,$(SAM_VENV),$(SAM_PKGS),sam)
 
+AWS_PKGS := awscli==1.45.11
+AWS_VENV := $(BIN)/awscli-$(call pins,$(AWS_PKGS))
+## aws-cli: awscli (pinned) in a venv under .bin/, for `make sam-local` on a machine without `aws`
+aws-cli:
+	@mkdir -p $(BIN)
+	$(call venv,$(AWS_VENV),$(AWS_PKGS),aws)
+
+## fmt-check: fail when gofmt would change a file
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.bin/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+## vet: go vet every package
 vet:
 	$(GO) vet ./...
 
@@ -78,11 +121,20 @@ bench:
 
 ## bootstrap: the Lambda binary for provided.al2023 (GOARCH=arm64 by default for deployment)
 bootstrap:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bootstrap ./cmd/lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LDFLAGS)' -o bootstrap ./cmd/lambda
 
+## build-SinkFunction: what `sam build` runs (ARTIFACTS_DIR=dir; ARCH=x86_64 for x86; CONFIG_FILE=path to bundle a configuration file)
 # sam build (BuildMethod: makefile) calls this target with ARTIFACTS_DIR set.
+# ARCH=x86_64 builds for x86 (deploy with Architecture=x86_64 too); CONFIG_FILE=path
+# bundles that configuration file at the same relative path (deploy with SinkConfig=path).
 build-SinkFunction:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(if $(filter x86_64,$(ARCH)),amd64,$(or $(ARCH),arm64)) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./cmd/lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(if $(filter x86_64,$(ARCH)),amd64,$(or $(ARCH),arm64)) $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./cmd/lambda
+ifneq ($(strip $(CONFIG_FILE)),)
+	@case "$(CONFIG_FILE)" in /*|*..*|*:*) echo "CONFIG_FILE=$(CONFIG_FILE): give a relative path inside the repository (it is bundled at the same path)"; exit 1;; esac
+	@test -f "$(CONFIG_FILE)" || { echo "CONFIG_FILE=$(CONFIG_FILE): no such file"; exit 1; }
+	mkdir -p "$(ARTIFACTS_DIR)/$(dir $(CONFIG_FILE))" && cp "$(CONFIG_FILE)" "$(ARTIFACTS_DIR)/$(CONFIG_FILE)"
+endif
 
+## clean: remove the built tools (.bin/), bootstrap and .aws-sam
 clean:
 	rm -rf $(BIN) bootstrap .aws-sam

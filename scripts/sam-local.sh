@@ -14,7 +14,6 @@ set -Eeuo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$ROOT/.bin
 export PATH="$BIN:$PATH" SAM_CLI_TELEMETRY=0 AWS_EC2_METADATA_DISABLED=true
-CHECK=(python3 "$ROOT/scripts/samlocal_check.py")
 WAVE_MESSAGES=40 # per partition and wave
 PARTITIONS=3
 MAX_INVOKES=15
@@ -138,14 +137,20 @@ install_tools() {
 		took "installed the AWS SAM CLI into .bin/samcli"
 	fi
 	if ! command -v aws >/dev/null; then
-		"$BIN/samcli/bin/pip" install --quiet awscli >"$WORK/awscli.log" 2>&1 && ln -sf "$BIN/samcli/bin/aws" "$BIN/aws" ||
-			die "awscli could not be installed: $(tail -n 2 "$WORK/awscli.log")"
-		took "installed awscli into .bin/samcli"
+		make -s -C "$ROOT" aws-cli >"$WORK/awscli.log" 2>&1 || true
+		command -v aws >/dev/null || die "awscli could not be installed: $(tail -n 2 "$WORK/awscli.log")"
+		took "installed awscli into a venv under .bin/"
 	fi
 	if [[ ! -x $BIN/minio ]] || ! command -v moto_server >/dev/null; then
 		make -s -C "$ROOT" "$BIN/minio" py-tools >"$WORK/tools.log" 2>&1 || die "make tools: $(tail -n 3 "$WORK/tools.log")"
 		took "built MinIO / installed moto_server"
 	fi
+	# The checker reads MinIO with boto3: moto_server's venv has it (moto needs it).
+	local py=python3 venv_py
+	venv_py=$(dirname "$(readlink -f "$(command -v moto_server)")")/python
+	[[ -x $venv_py ]] && py=$venv_py
+	"$py" -c 'import boto3' 2>/dev/null || die "no Python with boto3 for the checker (make py-tools)"
+	CHECK=("$py" "$ROOT/scripts/samlocal_check.py")
 	(cd "$ROOT" && go build -o "$WORK/testbroker" ./internal/iggytest/cmd/testbroker &&
 		go build -o "$WORK/samlocal" ./internal/testkit/samlocal) || die "building the test broker and producer failed"
 	took "tools ready (sam $(sam --version | awk '{print $NF}'), $(aws --version 2>&1 | cut -d' ' -f1))"

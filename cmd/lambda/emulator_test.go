@@ -195,6 +195,8 @@ func TestLambdaUnderEmulator(t *testing.T) {
 func TestLambdaUnreachableIggy(t *testing.T) {
 	testenv.RequireTool(t, "aws-lambda-rie")
 	s3srv := testenv.StartVersity(t)
+	// S3 and the table are in place: the start-up check passes and the run meets Iggy.
+	s3srv.CreateBucket(t, "lambda-archive")
 	moto := testenv.StartMoto(t)
 	if err := state.NewDynamo(moto.DynamoClient(t), "sink-state", nil).EnsureTable(context.Background()); err != nil {
 		t.Fatal(err)

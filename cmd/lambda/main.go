@@ -5,7 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,16 +14,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
-// leases, leaving the group (drain.CleanupTimeout each) and writing metrics.
-const cleanupMargin = 2*drain.CleanupTimeout + time.Second
+// leases, leaving the group (app.CleanupTimeout each) and writing metrics.
+const cleanupMargin = 2*app.CleanupTimeout + time.Second
 
 func main() {
 	logger := logging.New(os.Stderr, os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_FORMAT"))
@@ -40,28 +40,38 @@ type handler struct {
 	env      func(string) (string, bool)
 	function string
 
-	mu   sync.Mutex
-	sink *app.Sink
+	mu       sync.Mutex
+	sink     *app.Sink
+	disabled *config.Config // the configuration, when it says enabled = false
 }
 
 // setup loads the configuration and builds the AWS clients once; a failure
-// is retried on the next invocation (it may be a passing fault).
+// is retried on the next invocation (it may be a passing fault). A sink
+// disabled by its configuration gets no clients: (nil, nil).
 func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.sink != nil {
+	if h.sink != nil || h.disabled != nil {
 		return h.sink, nil
 	}
-	cfg, err := config.FromEnv(h.env)
+	ref, _ := h.env("SINK_CONFIG")
+	root, _ := h.env("LAMBDA_TASK_ROOT")
+	cfg, err := app.LoadConfig(ctx, ref, root, h.env)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Ignored) > 0 {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
-	h.log.Info("configuration", "config", cfg.String())
+	h.log.Info("configuration", "version", app.Version(), "config", cfg)
+	h.log.Debug("full configuration", "config", cfg.String())
+	if !cfg.Enabled {
+		h.disabled = cfg
+		return nil, nil
+	}
 	app.ApplyMemoryLimit(cfg, h.log)
-	s, err := app.New(ctx, cfg, app.Options{Logger: h.log})
+	emf := &app.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+	s, err := app.New(ctx, cfg, app.Options{Logger: h.log, Hooks: []drain.Hook{emf}})
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +86,13 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 	s, err := h.setup(ctx)
 	if err != nil {
 		h.log.Error("setup failed", "error", err.Error())
-		h.emit("", started, nil, true)
+		failed := &app.EMF{W: h.metrics, Function: h.function, Logger: h.log}
+		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
 		return nil, err
+	}
+	if s == nil {
+		app.Disabled(h.disabled, h.log)
+		return &drain.Summary{Started: started.UTC()}, nil
 	}
 	runCtx := ctx
 	if dl, ok := ctx.Deadline(); ok {
@@ -85,38 +100,15 @@ func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary
 		runCtx, cancel = context.WithDeadline(ctx, dl.Add(-cleanupMargin))
 		defer cancel()
 	}
+	if err := s.Preflight(runCtx); err != nil {
+		err = fmt.Errorf("start-up check failed: %w", err)
+		h.log.Error("run failed", "error", err.Error())
+		failed := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
+		return nil, err
+	}
 	sum, err := s.Run(runCtx)
-	sum.Log(h.log, err)
-	h.emit(s.Config.Plugin.MetricsNamespace, started, sum, err != nil)
-	if err != nil {
-		return sum, err
-	}
-	return sum, nil
-}
-
-func (h *handler) emit(ns string, started time.Time, sum *drain.Summary, failed bool) {
-	if ns == "" {
-		ns = "IggyS3Sink" // configuration did not load
-	}
-	run := metrics.Run{Function: h.function, Duration: time.Since(started), Failed: failed}
-	if sum != nil {
-		for _, p := range sum.Partitions {
-			run.Partitions = append(run.Partitions, metrics.Partition{
-				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,
-				Objects: p.Objects, Messages: p.Messages, Bytes: p.Bytes, Lag: p.Lag,
-				GapMessages: gapMessages(p.Gaps), InvalidPayloads: p.InvalidPayloads, Retries: p.Retries,
-			})
-		}
-	}
-	if err := metrics.WriteEMF(h.metrics, ns, time.Now(), run); err != nil {
-		h.log.Warn("writing metrics failed", "error", err.Error())
-	}
-}
-
-func gapMessages(gaps []drain.Gap) uint64 {
-	var n uint64
-	for _, g := range gaps {
-		n += g.Last - g.First + 1
-	}
-	return n
+	app.LogRun(h.log, sum, err, false)
+	app.LogPending(h.log, s.Config, sum, time.Now())
+	return sum, err
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -126,7 +126,8 @@ func demo(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, `
 Each object was recorded as an intent in the state store, uploaded, marked written, and only then
 committed to the consumer group — so a crash at any point is repeated, never lost or duplicated.
-Run it against your own Iggy and S3: see "Quick start" in the README.
+Next, the same with real servers on this machine: "make local" (the README's "Local testing");
+then your own Iggy and S3: "Quick start on AWS".
 `)
 	return nil
 }

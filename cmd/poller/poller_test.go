@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"-h"}, &out, &errb); code != 0 {
+	if code := run([]string{"-h"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("-h exit %d", code)
 	}
 	for _, want := range []string{"run", "once", "audit", "demo", "-config", "-log-level", "-interval", "SINK_CONFIG"} {
@@ -36,14 +36,14 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 			t.Errorf("-h output lacks %q:\n%s", want, errb.String())
 		}
 	}
-	if code := run([]string{"bogus"}, &out, &errb); code != 2 {
+	if code := run([]string{"bogus"}, nil, &out, &errb); code != 2 {
 		t.Fatalf("unknown command: exit %d, want 2", code)
 	}
 }
 
 func TestDemo(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"demo"}, &out, &errb); code != 0 {
+	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("demo exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"Objects in s3://iggy-archive", "00000-00000000000000000000-00000000000000000399.jsonl", `"partition_id":0`, "ok   demo/app-logs partition 3"} {
@@ -60,7 +60,7 @@ func TestBadConfigExitsWithTheKey(t *testing.T) {
 	t.Setenv("SINK_TOPICS", "t")
 	t.Setenv("SINK_MAX_FILE_SIZE", "8Mb")
 	var out, errb bytes.Buffer
-	if code := run([]string{"once"}, &out, &errb); code != 2 {
+	if code := run([]string{"once"}, nil, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2: %s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "max_file_size") || !strings.Contains(errb.String(), "8Mb") {
@@ -72,6 +72,7 @@ func TestBadConfigExitsWithTheKey(t *testing.T) {
 type stack struct {
 	broker *iggytest.Broker
 	s3     *testenv.S3
+	moto   *testenv.Moto
 	env    []string
 }
 
@@ -88,7 +89,7 @@ func newStack(t *testing.T, messages int) *stack {
 	s3srv := testenv.StartVersity(t)
 	s3srv.CreateBucket(t, "poller")
 	moto := testenv.StartMoto(t)
-	return &stack{broker: b, s3: s3srv, env: []string{
+	return &stack{broker: b, s3: s3srv, moto: moto, env: []string{
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + moto.Endpoint,
 		"SINK_BUCKET=poller", "SINK_ENDPOINT=" + s3srv.Endpoint, "SINK_ACCESS_KEY_ID=" + s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY=" + s3srv.SecretKey,
@@ -108,11 +109,11 @@ func TestOnceAndAudit(t *testing.T) {
 	st := newStack(t, 600)
 	st.setenv(t)
 	var out, errb bytes.Buffer
-	if code := run([]string{"once"}, &out, &errb); code != 0 {
+	if code := run([]string{"once"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("once: exit %d: %s", code, errb.String())
 	}
 	out.Reset()
-	if code := run([]string{"audit"}, &out, &errb); code != 0 {
+	if code := run([]string{"audit"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("audit after a clean run: exit %d:\n%s\n%s", code, out.String(), errb.String())
 	}
 	if strings.Count(out.String(), "ok ") != 3 {
@@ -133,7 +134,7 @@ func TestOnceAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if code := run([]string{"audit"}, &out, &errb); code != 1 || !strings.Contains(out.String(), "overlap") {
+	if code := run([]string{"audit"}, nil, &out, &errb); code != 1 || !strings.Contains(out.String(), "overlap") {
 		t.Fatalf("audit with a planted overlap: exit %d:\n%s", code, out.String())
 	}
 	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("poller"), Key: aws.String(overlap)}); err != nil {
@@ -145,7 +146,7 @@ func TestOnceAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if code := run([]string{"audit"}, &out, &errb); code != 1 || !strings.Contains(out.String(), "gap: offsets 50..99") {
+	if code := run([]string{"audit"}, nil, &out, &errb); code != 1 || !strings.Contains(out.String(), "gap: offsets 50..99") {
 		t.Fatalf("audit with a planted gap: exit %d:\n%s", code, out.String())
 	}
 }
@@ -165,7 +166,8 @@ func buildPoller(t *testing.T) string {
 func TestRunStopsOnSignal(t *testing.T) {
 	st := newStack(t, 300)
 	bin := buildPoller(t)
-	cmd := exec.Command(bin, "-interval", "200ms", "run")
+	// Idle runs log their summary at debug; this test counts every run.
+	cmd := exec.Command(bin, "-interval", "200ms", "run", "-log-level", "debug", "-log-format", "json")
 	cmd.Env = append(os.Environ(), st.env...)
 	logs := &testenv.LockedBuffer{}
 	cmd.Stderr = logs

@@ -23,7 +23,6 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -35,14 +34,18 @@ type Options struct {
 	// CreateTable creates the state table when it is missing (the poller);
 	// the Lambda leaves that to the template and fails with a clear message.
 	CreateTable bool
+	// ReadOnly makes New touch nothing remote: no table check or creation
+	// (audit, status and check; check looks at the table itself).
+	ReadOnly bool
 	// State replaces DynamoDB (the demo and tests use state.NewMemory).
 	State drain.StateStore
 	// Objects replaces the S3 uploader built from the configuration.
 	Objects ObjectStore
 	Logger  *slog.Logger
-	// Hook is passed to every run (crash tests).
-	Hook func(step drain.Step, p batch.Partition) error
-	// KeepLimit overrides the largest object built in memory (tests).
+	// Hooks are called by every run (metrics, crash tests); see drain.Hook.
+	Hooks []drain.Hook
+	// KeepLimit is the largest object built in memory; larger ones are
+	// re-read from Iggy and streamed. Default: multipart_threshold.
 	KeepLimit int64
 }
 
@@ -61,8 +64,10 @@ type Sink struct {
 	opts    Options
 	iggy    source.Config
 	pipe    batch.Transformer
-	host    string
-	runs    atomic.Uint64
+	// drainOpts is the configuration as every run takes it, translated once.
+	drainOpts drain.Options
+	host      string
+	runs      atomic.Uint64
 }
 
 // New builds the sink. AWS clients are made here, once; Iggy connections
@@ -83,6 +88,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	if pipe.Len() > 0 {
 		s.pipe = pipe
 	}
+	s.drainOpts = DrainOptions(cfg, s.pipe, opts.KeepLimit)
 
 	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != ""
 	var awsCfg aws.Config
@@ -119,13 +125,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
 		})
 		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
-		if opts.CreateTable {
-			err = store.EnsureTable(ctx)
-		} else {
-			err = store.Check(ctx)
-		}
-		if err != nil {
-			return nil, err
+		if !opts.ReadOnly {
+			if err := s.setupTable(ctx, store); err != nil {
+				return nil, err
+			}
 		}
 		s.State = store
 	}
@@ -140,6 +143,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// setupTable checks the state table, creating it when it is missing and
+// the process may (the poller) — loudly, since a mistyped table name would
+// otherwise start from empty state in silence.
+func (s *Sink) setupTable(ctx context.Context, store *state.Dynamo) error {
+	err := store.Check(ctx)
+	if s.opts.CreateTable && errors.Is(err, state.ErrTableMissing) {
+		s.log.Warn("the state table does not exist; creating it (the Lambda never does: there the template owns it)", "table", s.Config.Plugin.StateTable)
+		err = store.EnsureTable(ctx)
+	}
+	if err != nil {
+		return s.explainDynamo(s.Config.Plugin.StateTable, err)
+	}
+	return nil
 }
 
 func transformSpecs(tables []config.TransformTable) []transform.Spec {
@@ -192,15 +210,13 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 func (s *Sink) Runner() *drain.Runner {
 	n := s.runs.Add(1)
 	return &drain.Runner{
-		Config:      s.Config,
-		Dial:        s.dial,
-		State:       s.State,
-		Objects:     s.Objects,
-		Owner:       fmt.Sprintf("%s/run-%d", s.host, n),
-		Logger:      s.log,
-		Transformer: s.pipe,
-		KeepLimit:   s.opts.KeepLimit,
-		Hook:        s.opts.Hook,
+		Options: s.drainOpts,
+		Dial:    s.dial,
+		State:   s.State,
+		Objects: s.Objects,
+		Owner:   fmt.Sprintf("%s/run-%d", s.host, n),
+		Logger:  s.log,
+		Hooks:   s.opts.Hooks,
 	}
 }
 
@@ -241,8 +257,7 @@ func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
 			}
 		}
 	}
-	names := keys.NewNamer(s.Config.Plugin.Prefix, s.Config.Plugin.Template, "")
-	return audit.Check(ctx, s.Objects, names, parts)
+	return audit.Check(ctx, s.Objects, s.drainOpts.Names, parts)
 }
 
 // ErrAuditFailed reports an overlap or an unreported gap.

@@ -28,13 +28,22 @@ type Range struct {
 	Key         string
 	Gap         bool
 	Size        int64
+	// Generation is the partition's incarnation (0 until it is re-created).
+	Generation uint32
 }
 
-// Report is the verdict for one partition.
+// Report is the verdict for one partition, or for one generation of a
+// partition that was deleted and re-created.
 type Report struct {
-	Stream     string   `json:"stream"`
-	Topic      string   `json:"topic"`
-	Partition  uint32   `json:"partition"`
+	Stream     string `json:"stream"`
+	Topic      string `json:"topic"`
+	Partition  uint32 `json:"partition"`
+	Generation uint32 `json:"generation,omitempty"`
+	// Retired is set for a generation the partition left behind when it was
+	// re-created: it is complete as it is, and the group's offset is not its.
+	Retired bool `json:"retired,omitempty"`
+	// Voided counts objects whose keys were fenced off (void markers).
+	Voided     int      `json:"voided,omitempty"`
 	Objects    int      `json:"objects"`
 	GapMarkers int      `json:"gap_markers"`
 	Messages   uint64   `json:"messages"`
@@ -54,35 +63,67 @@ type Report struct {
 // OK reports whether the partition holds the guarantee.
 func (r *Report) OK() bool { return len(r.Overlaps) == 0 && len(r.Gaps) == 0 }
 
-// Check lists every partition's objects and checks them.
+// Check lists every partition's objects and checks them, one report per
+// generation (the newest one is held to the group's committed offset).
 func Check(ctx context.Context, l Lister, names *keys.Namer, parts []Partition) ([]Report, error) {
 	reports := make([]Report, 0, len(parts))
 	for _, p := range parts {
 		lp := names.Partition(p.Stream, p.Topic, p.Partition).ListPrefix()
 		var ranges []Range
+		voided := map[string]bool{}
 		err := l.List(ctx, lp, func(key string, size int64) error {
-			if r, ok := parseRange(key, p.Partition); ok {
-				r.Size = size
-				ranges = append(ranges, r)
+			n, ok := keys.ParseName(key)
+			switch {
+			case !ok || n.Partition != p.Partition:
+			case n.Void:
+				if k, ok := keys.Voided(key); ok {
+					voided[k] = true
+				}
+			default:
+				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Size: size, Generation: n.Generation})
 			}
 			return nil
 		})
 		if err != nil {
 			return reports, fmt.Errorf("audit: list %q: %w", lp, err)
 		}
-		reports = append(reports, Verify(p, ranges))
+		reports = append(reports, verifyGenerations(p, ranges, voided)...)
 	}
 	return reports, nil
 }
 
-// parseRange reads a key's file name: one of partition's data objects or
-// gap markers, or something else under the same prefix.
-func parseRange(key string, partition uint32) (Range, bool) {
-	n, ok := keys.ParseName(key)
-	if !ok || n.Partition != partition {
-		return Range{}, false
+// verifyGenerations splits a partition's ranges by generation and checks
+// each; voided objects cover nothing.
+func verifyGenerations(p Partition, ranges []Range, voided map[string]bool) []Report {
+	byGen := map[uint32][]Range{}
+	var newest uint32
+	nvoid := map[uint32]int{}
+	for _, r := range ranges {
+		if voided[r.Key] {
+			nvoid[r.Generation]++
+			continue
+		}
+		byGen[r.Generation] = append(byGen[r.Generation], r)
+		newest = max(newest, r.Generation)
 	}
-	return Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap}, true
+	var out []Report
+	for g := uint32(0); g <= newest; g++ {
+		rs, ok := byGen[g]
+		if !ok && g != newest {
+			continue
+		}
+		q := p
+		if g != newest {
+			q.Committed = nil
+		}
+		rep := Verify(q, rs)
+		rep.Generation, rep.Retired, rep.Voided = g, g != newest, nvoid[g]
+		if rep.Retired {
+			rep.Notes = nil // no committed offset belongs to a retired generation
+		}
+		out = append(out, rep)
+	}
+	return out
 }
 
 // Verify checks one partition's ranges (in any order).
@@ -153,9 +194,19 @@ func Write(w io.Writer, reports []Report) error {
 		if r.Committed != nil {
 			committed = fmt.Sprint(*r.Committed)
 		}
-		if _, err := fmt.Fprintf(w, "%-4s %s/%s partition %d: %d objects, %d messages, %d bytes, %s, %d gap markers, committed %s\n",
-			verdict, r.Stream, r.Topic, r.Partition, r.Objects, r.Messages, r.Bytes, span, r.GapMarkers, committed); err != nil {
+		part := fmt.Sprintf("%s/%s partition %d", r.Stream, r.Topic, r.Partition)
+		if r.Generation > 0 || r.Retired {
+			part += fmt.Sprintf(" generation %d", r.Generation)
+		}
+		if r.Retired {
+			committed = "- (retired: the partition was re-created)"
+		}
+		if _, err := fmt.Fprintf(w, "%-4s %s: %d objects, %d messages, %d bytes, %s, %d gap markers, committed %s\n",
+			verdict, part, r.Objects, r.Messages, r.Bytes, span, r.GapMarkers, committed); err != nil {
 			return err
+		}
+		if r.Voided > 0 {
+			fmt.Fprintf(w, "     note: %d voided object keys (void markers; they cover no offsets)\n", r.Voided)
 		}
 		for _, s := range r.Overlaps {
 			fmt.Fprintf(w, "     overlap: %s\n", s)

@@ -1,8 +1,12 @@
 package audit
 
 import (
+	"context"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
 func u(v uint64) *uint64 { return &v }
@@ -48,25 +52,61 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestParseRange(t *testing.T) {
-	tests := []struct {
-		key  string
-		ok   bool
-		gap  bool
-		f, l uint64
-	}{
-		{"p/s/t/2024-03-16/14/00001-00000000000000000000-00000000000000000099.jsonl", true, false, 0, 99},
-		{"p/s/t/00001-00000000000000000005-00000000000000000010.jsonl.gz", true, false, 5, 10},
-		{"p/s/t/_00001-00000000000000000100-00000000000000000199.gap", true, true, 100, 199},
-		{"p/s/t/00002-00000000000000000000-00000000000000000099.jsonl", false, false, 0, 0},  // other partition
-		{"p/s/t/_00001-00000000000000000000-00000000000000000099.jsonl", false, false, 0, 0}, // underscore but not a marker
-		{"p/s/t/00001-00000000000000000000-00000000000000000099.gap", false, false, 0, 0},    // marker without underscore
-		{"p/s/t/notes.txt", false, false, 0, 0},
-	}
-	for _, tc := range tests {
-		r, ok := parseRange(tc.key, 1)
-		if ok != tc.ok || (ok && (r.Gap != tc.gap || r.First != tc.f || r.Last != tc.l)) {
-			t.Errorf("parseRange(%q) = %+v, %v", tc.key, r, ok)
+// listing is an in-memory Lister over a set of keys (pure logic).
+type listing map[string]int64
+
+func (l listing) List(_ context.Context, prefix string, fn func(string, int64) error) error {
+	var ks []string
+	for k := range l {
+		if strings.HasPrefix(k, prefix) {
+			ks = append(ks, k)
 		}
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		if err := fn(k, l[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestCheckFindsEveryMarker: gap markers count as covered for templates
+// with and without a time placeholder (a listing prefix that ended in the
+// file name's partition part missed the '_'-prefixed markers); void markers
+// take their object out; each generation of a re-created partition is
+// reported on its own, the newest against the committed offset.
+func TestCheckFindsEveryMarker(t *testing.T) {
+	for _, tpl := range []string{"{stream}/{topic}", "{stream}/{topic}/{partition}", "{stream}/{topic}/{date}"} {
+		t.Run(tpl, func(t *testing.T) {
+			tp, err := keys.ParseTemplate(tpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := keys.NewNamer("arch", tp, "jsonl")
+			pn := names.Partition("s", "t", 1)
+			other := names.Partition("s", "t", 2)
+			voidedKey := pn.Object(10, 29, 0)
+			marker, _ := keys.VoidMarker(voidedKey)
+			l := listing{
+				pn.Object(0, 9, 0): 10, pn.Gap(10, 14, 0): 1, voidedKey: 0, marker: 1, pn.Object(15, 29, 0): 10,
+				other.Object(0, 99, 0):           99, // another partition in the same folder
+				pn.Generation(1).Object(0, 4, 0): 5, pn.Generation(1).Object(5, 9, 0): 5,
+			}
+			reports, err := Check(context.Background(), l, names, []Partition{{Stream: "s", Topic: "t", Partition: 1, Committed: u(9)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) != 2 {
+				t.Fatalf("%d reports, want one per generation: %+v", len(reports), reports)
+			}
+			old, cur := reports[0], reports[1]
+			if !old.OK() || !old.Retired || old.Generation != 0 || old.GapMarkers != 1 || old.Voided != 1 || old.Messages != 25 {
+				t.Errorf("generation 0: %+v", old)
+			}
+			if !cur.OK() || cur.Retired || cur.Generation != 1 || cur.Messages != 10 || cur.Committed == nil {
+				t.Errorf("generation 1: %+v", cur)
+			}
+		})
 	}
 }

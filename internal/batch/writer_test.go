@@ -249,3 +249,31 @@ func TestCompressedBytesSameOnEveryPath(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyObject(t *testing.T) {
+	for _, format := range []Format{FormatJSONLines, FormatJSONArray, FormatRaw} {
+		e := mustEncoder(t, appLogs, Options{Format: format, Schema: "json"})
+		for _, comp := range []Compression{CompressionNone, CompressionGzip, CompressionZstd} {
+			got, ok := EmptyObject(ObjectExt(format, comp))
+			if !ok {
+				t.Fatalf("EmptyObject(%s) = false", ObjectExt(format, comp))
+			}
+			var buf bytes.Buffer
+			w, err := NewObjectWriter(&buf, e, comp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, buf.Bytes()) {
+				t.Errorf("%s: EmptyObject %q, an ObjectWriter with no records %q", ObjectExt(format, comp), got, buf.Bytes())
+			}
+		}
+	}
+	for _, bad := range []string{"parquet", "jsonl.lz4", "txt", ""} {
+		if _, ok := EmptyObject(bad); ok {
+			t.Errorf("EmptyObject(%q) = true", bad)
+		}
+	}
+}

@@ -140,7 +140,7 @@ func buildOptions() []*option {
 			}
 		}),
 		with(top("key", kString, "s3", "connector id; names the default consumer group", func(c *Config) any { return &c.Key }), nonEmpty),
-		top("enabled", kBool, "true", "whether the sink runs (the caller decides what false means)", func(c *Config) any { return &c.Enabled }),
+		with(top("enabled", kBool, "true", "false: every run logs one line and drains nothing", func(c *Config) any { return &c.Enabled }), func(o *option) { o.Env = "SINK_ENABLED" }),
 		with(top("version", kInt, "0", "configuration version", func(c *Config) any { return &c.Version }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Version }, 0, math.MaxInt64, "0 or more")
 		}),

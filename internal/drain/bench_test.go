@@ -8,12 +8,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // benchWorld is a world for benchmarks: the same servers, no test bookkeeping.

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // TestCrashAtEveryStep aborts a run at every step of writing an object, as
@@ -19,51 +19,53 @@ import (
 // in memory or streamed. The next runs must finish the work with every
 // message exactly once and a clean audit.
 func TestCrashAtEveryStep(t *testing.T) {
-	w := newWorld(t)
-	seeds := []int{1, 2, 5}
-	for _, step := range drain.Steps {
-		for _, seed := range seeds {
-			name := fmt.Sprintf("%s/seed-%d", step, seed)
-			t.Run(name, func(t *testing.T) {
-				w := w.with(t)
-				id := strings.NewReplacer("after-", "a", "before-", "b", "offset-", "o", "state-", "s", "-", "").Replace(string(step))
-				topic := fmt.Sprintf("crash-%s-%d", id, seed)
-				w.produce(topic, 2, 120, 150)
-				set := w.settings(fmt.Sprintf("crash-%s-%d", id, seed), topic)
-				set["SINK_FILE_ROTATION"] = "messages"
-				set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
-				set["SINK_BATCH_LENGTH"] = "40"
-				cfg := w.config(set)
+	eachBackend(t, func(t *testing.T, w *world) {
+		seeds := []int{1, 2, 5}
+		for _, step := range drain.Steps {
+			for _, seed := range seeds {
+				name := fmt.Sprintf("%s/seed-%d", step, seed)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel() // mostly waiting for the crashed run's lease
+					w := w.with(t)
+					id := strings.NewReplacer("after-", "a", "before-", "b", "offset-", "o", "state-", "s", "-", "").Replace(string(step))
+					topic := fmt.Sprintf("crash-%s-%d", id, seed)
+					w.produce(topic, 2, 120, 150)
+					set := w.settings(fmt.Sprintf("crash-%s-%d", id, seed), topic)
+					set["SINK_FILE_ROTATION"] = "messages"
+					set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+					set["SINK_BATCH_LENGTH"] = "40"
+					cfg := w.config(set)
 
-				var hits atomic.Int64
-				crashed := atomic.Bool{}
-				hook := func(s drain.Step, p batch.Partition) error {
-					if s != step || crashed.Load() {
+					var hits atomic.Int64
+					crashed := atomic.Bool{}
+					hook := func(s drain.Step, p batch.Partition) error {
+						if s != step || crashed.Load() {
+							return nil
+						}
+						if hits.Add(1) == int64(seed) {
+							crashed.Store(true)
+							return errors.New("injected")
+						}
 						return nil
 					}
-					if hits.Add(1) == int64(seed) {
-						crashed.Store(true)
-						return errors.New("injected")
+					opts := app.Options{Hooks: crashAt(hook)}
+					if seed%2 == 0 {
+						opts.KeepLimit = 1024 // objects are re-read and streamed
 					}
-					return nil
-				}
-				opts := app.Options{Hook: hook}
-				if seed%2 == 0 {
-					opts.KeepLimit = 1024 // objects are re-read and streamed
-				}
-				crashing := w.sink(cfg, opts)
-				_, err := crashing.Run(context.Background())
-				if !crashed.Load() {
-					t.Fatalf("the hook never fired at %s (hits %d)", step, hits.Load())
-				}
-				if !errors.Is(err, drain.ErrCrash) {
-					t.Fatalf("crashed run returned %v, want ErrCrash", err)
-				}
-				healthy := w.sink(cfg, app.Options{KeepLimit: opts.KeepLimit})
-				w.drainUntilQuiet(healthy, topic, 20)
-				w.checkExactlyOnce(healthy, topic, "json_lines")
-				w.auditClean(healthy)
-			})
+					crashing := w.sink(cfg, opts)
+					_, err := crashing.Run(context.Background())
+					if !crashed.Load() {
+						t.Fatalf("the hook never fired at %s (hits %d)", step, hits.Load())
+					}
+					if !errors.Is(err, drain.ErrCrash) {
+						t.Fatalf("crashed run returned %v, want ErrCrash", err)
+					}
+					healthy := w.sink(cfg, app.Options{KeepLimit: opts.KeepLimit})
+					w.drainUntilQuiet(healthy, topic, 20)
+					w.checkExactlyOnce(healthy, topic, "json_lines")
+					w.auditClean(healthy)
+				})
+			}
 		}
-	}
+	})
 }

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 )
 
 // Conn is the part of an Iggy connection a run uses (*source.Conn).
@@ -23,19 +23,23 @@ type Conn interface {
 	Close() error
 }
 
-// StateStore keeps each partition's lease, unfinished intent and position
-// (state.Memory, state.Dynamo).
+// StateStore keeps each partition's lease, unfinished intent, position and
+// incarnation (state.Memory, state.Dynamo).
 type StateStore interface {
 	Acquire(ctx context.Context, key state.Key, owner string, ttl time.Duration) (state.State, error)
 	SetIntent(ctx context.Context, s state.State, in state.Intent, ttl time.Duration) (state.State, error)
 	Complete(ctx context.Context, s state.State, d state.Done, ttl time.Duration) (state.State, error)
 	Abandon(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Skip(ctx context.Context, s state.State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (state.State, error)
+	Adopt(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
+	Reset(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
 	Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Release(ctx context.Context, s state.State) error
 }
 
-// ObjectStore writes objects (*s3store.Uploader).
+// ObjectStore writes objects create-only and lists them (*s3store.Uploader).
+// A write that meets an existing key returns Result.Existed when the key
+// holds the same bytes, and an error wrapping s3store.ErrConflict when not.
 type ObjectStore interface {
 	Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error)
 	Stream(ctx context.Context, obj s3store.Object, write func(w io.Writer) error) (s3store.Result, error)

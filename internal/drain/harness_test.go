@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,17 +19,25 @@ import (
 	"time"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+	miniserver "github.com/truora/minidyn/server"
 )
 
 // Secrets used by every end-to-end test; no log line or error may contain them.
@@ -35,9 +46,9 @@ const (
 	iggyPassword = "iggy-pw-7f3a9c"
 )
 
-// world is one set of real servers on loopback: the in-repo Iggy broker (or
-// a real Iggy server named by IGGY_TEST_ADDRESS), versitygw for S3 and
-// moto_server for DynamoDB.
+// world is one set of servers on loopback: the in-repo Iggy broker (or a
+// real Iggy server named by IGGY_TEST_ADDRESS), an S3 and a DynamoDB, each
+// in process or real, per backend.
 type world struct {
 	t *testing.T
 	// iggy creates topics, produces and reads group offsets; broker is the
@@ -47,19 +58,79 @@ type world struct {
 	stream   string
 	user     string
 	password string
+	backend  string
 	s3       *testenv.S3
-	moto     *testenv.Moto
-	logs     *testenv.LockedBuffer
+	// fakeS3 is the in-process S3 (with its fault switch), nil otherwise.
+	fakeS3 *s3fake.Server
+	// moto is the DynamoDB server of the external backends; dynamoURL
+	// replaces its address (a proxy in front of it). The in-process backend
+	// has a minidyn server at dynamoURL instead.
+	moto      *testenv.Moto
+	dynamoURL string
+	logs      *testenv.LockedBuffer
 	// produced[stream/topic][partition][offset] is every payload sent.
 	produced map[string][][]sent
-	buckets  map[string]bool
-	// dynamoURL, when set, replaces moto's address (a fault proxy in front of it).
-	dynamoURL string
+	// mu guards produced and created, which a world's subtests share (they
+	// may run in parallel).
+	mu *sync.Mutex
+	// created holds the buckets ("bucket/<name>") and streams ("stream/<name>")
+	// made so far, shared by a world's subtests.
+	created map[string]bool
 }
 
 type sent struct {
 	payload []byte
 	headers []byte
+}
+
+// backends are the S3 and DynamoDB servers the drain's tests run against.
+// inproc (gofakes3 and minidyn in this process) always runs, so the
+// protocol is proven on a machine with nothing installed; the others run
+// when their servers are installed (always in CI). DRAIN_BACKENDS=inproc
+// (a comma-separated list) picks some.
+var backends = []struct {
+	name  string
+	start func(t *testing.T, w *world)
+}{
+	{"inproc", func(t *testing.T, w *world) {
+		w.fakeS3 = s3fake.Start(t)
+		w.s3 = w.fakeS3.S3
+		// minidyn neither locks its table map nor makes a conditional update
+		// atomic against another request: one request at a time gives
+		// DynamoDB's per-item atomicity.
+		mini := miniserver.NewServer()
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			mini.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		w.dynamoURL = srv.URL
+	}},
+	{"versitygw", func(t *testing.T, w *world) {
+		w.s3, w.moto = testenv.StartVersity(t), testenv.StartMoto(t)
+	}},
+	{"minio", func(t *testing.T, w *world) {
+		w.s3, w.moto = testenv.StartMinIO(t), testenv.StartMoto(t)
+	}},
+}
+
+// eachBackend runs test once per selected backend, as subtests.
+func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
+	picked := strings.Split(os.Getenv("DRAIN_BACKENDS"), ",")
+	for _, b := range backends {
+		if picked[0] != "" && !slices.Contains(picked, b.name) {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			w.backend = b.name
+			b.start(t, w)
+			test(t, w)
+		})
+	}
 }
 
 func newWorld(t *testing.T) *world {
@@ -75,8 +146,7 @@ func newWorld(t *testing.T) *world {
 		t.Cleanup(func() { b.Close() })
 		w.iggy, w.broker = b, b
 	}
-	w.s3, w.moto = testenv.StartVersity(t), testenv.StartMoto(t)
-	w.logs, w.produced, w.buckets = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}
+	w.logs, w.produced, w.created, w.mu = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}, &sync.Mutex{}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
 }
@@ -132,24 +202,24 @@ func (w *world) config(settings map[string]string) *config.Config {
 	return cfg
 }
 
-// sink builds a sink the way the poller does, with DynamoDB on moto.
+// sink builds a sink the way the poller does, with DynamoDB on moto (or
+// minidyn, in process).
 func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 	w.t.Helper()
-	if !w.buckets[cfg.Plugin.Bucket] {
+	w.mu.Lock()
+	if !w.created["bucket/"+cfg.Plugin.Bucket] {
 		w.s3.CreateBucket(w.t, cfg.Plugin.Bucket)
-		w.buckets[cfg.Plugin.Bucket] = true
+		w.created["bucket/"+cfg.Plugin.Bucket] = true
 	}
-	dynamo := w.moto.Endpoint
-	if w.dynamoURL != "" {
-		dynamo = w.dynamoURL
-	}
-	w.t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamo)
-	w.t.Setenv("AWS_ACCESS_KEY_ID", "moto")
-	w.t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
-	w.t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	opts.CreateTable = true
+	w.mu.Unlock()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if opts.State == nil {
+		// Built here rather than by app from the environment, so that tests
+		// can run in parallel; cmd/poller's and cmd/lambda's tests cover
+		// app's own client.
+		opts.State = w.stateStore(cfg.Plugin.StateTable)
 	}
 	s, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
@@ -162,12 +232,15 @@ func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 // stream/topic (created with partitions partitions if missing).
 func (w *world) produce(topic string, partitions, perPartition, size int) {
 	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	key := w.stream + "/" + topic
 	if _, ok := w.produced[key]; !ok {
-		if len(w.produced) == 0 {
+		if !w.created["stream/"+w.stream] {
 			if _, err := w.iggy.CreateStream(w.stream); err != nil {
 				w.t.Fatal(err)
 			}
+			w.created["stream/"+w.stream] = true
 		}
 		if _, err := w.iggy.CreateTopic(w.stream, topic, partitions); err != nil {
 			w.t.Fatal(err)
@@ -182,12 +255,30 @@ func (w *world) produce(topic string, partitions, perPartition, size int) {
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},
 			})
-			w.appendRaw(topic, uint32(p), payload, headers)
+			w.appendLocked(topic, uint32(p), payload, headers)
 		}
 	}
 }
 
+// deleteTopic deletes a topic in Iggy; producing to it again re-creates it.
+func (w *world) deleteTopic(topic string) {
+	w.t.Helper()
+	if err := w.iggy.DeleteTopic(w.stream, topic); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	delete(w.produced, w.stream+"/"+topic)
+	w.mu.Unlock()
+}
+
 func (w *world) appendRaw(topic string, p uint32, payload, headers []byte) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.appendLocked(topic, p, payload, headers)
+}
+
+func (w *world) appendLocked(topic string, p uint32, payload, headers []byte) {
 	w.t.Helper()
 	key := w.stream + "/" + topic
 	off, err := w.iggy.Append(w.stream, topic, p, payload, headers)
@@ -217,6 +308,10 @@ func (w *world) drainUntilQuiet(s *app.Sink, topic string, max int) {
 		if err != nil {
 			w.t.Logf("run %d: %v", i, err)
 		}
+		if os.Getenv("DRAIN_DEBUG") != "" {
+			b, _ := json.Marshal(sum)
+			w.t.Logf("run %d: %s", i, b)
+		}
 		if err == nil && sum.Objects == 0 && w.allCommitted(s, topic) {
 			return
 		}
@@ -226,7 +321,7 @@ func (w *world) drainUntilQuiet(s *app.Sink, topic string, max int) {
 }
 
 func (w *world) allCommitted(s *app.Sink, topic string) bool {
-	parts := w.produced[w.stream+"/"+topic]
+	parts := w.sent(topic)
 	for p := range parts {
 		off, ok := w.iggy.GroupOffset(w.stream, topic, s.Config.Streams[0].ConsumerGroup, uint32(p))
 		if len(parts[p]) > 0 && (!ok || off != uint64(len(parts[p])-1)) {
@@ -250,6 +345,7 @@ type record struct {
 type object struct {
 	key         string
 	partition   uint32
+	generation  uint32
 	first, last uint64
 	body        []byte // decompressed
 	stored      int    // bytes in S3
@@ -260,15 +356,26 @@ func (w *world) objects(s *app.Sink, prefix string) []object {
 	w.t.Helper()
 	ctx := context.Background()
 	var out []object
-	err := s.Objects.List(ctx, prefix, func(key string, size int64) error {
+	voided := map[string]bool{}
+	err := s.Objects.List(ctx, prefix, func(key string, _ int64) error {
+		if k, ok := keys.Voided(key); ok {
+			voided[k] = true
+		}
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	err = s.Objects.List(ctx, prefix, func(key string, size int64) error {
 		name := key[strings.LastIndexByte(key, '/')+1:]
-		if strings.HasPrefix(name, "_") {
-			return nil // gap marker
+		if strings.HasPrefix(name, "_") || voided[key] {
+			return nil // a gap or void marker, or a voided key
 		}
-		var o object
-		if _, err := fmt.Sscanf(name, "%05d-%020d-%020d", &o.partition, &o.first, &o.last); err != nil {
-			return fmt.Errorf("object name %q: %w", key, err)
+		n, ok := keys.ParseName(key)
+		if !ok {
+			return fmt.Errorf("object name %q is not the sink's", key)
 		}
+		o := object{partition: n.Partition, generation: n.Generation, first: n.First, last: n.Last}
 		body, err := s.Objects.Get(ctx, key)
 		if err != nil {
 			return err
@@ -342,7 +449,23 @@ func decode(t *testing.T, format string, o object) []record {
 func (w *world) checkExactlyOnce(s *app.Sink, topic, format string) []object {
 	w.t.Helper()
 	objs := w.objects(s, s.Config.Plugin.Prefix+"/")
-	parts := w.produced[w.stream+"/"+topic]
+	var gen uint32
+	for _, o := range objs {
+		gen = max(gen, o.generation)
+	}
+	return w.checkGeneration(objs, gen, w.sent(topic), topic, format)
+}
+
+// checkGeneration checks the objects of one generation of topic against
+// the messages produced to that incarnation.
+func (w *world) checkGeneration(all []object, gen uint32, parts [][]sent, topic, format string) []object {
+	w.t.Helper()
+	var objs []object
+	for _, o := range all {
+		if o.generation == gen {
+			objs = append(objs, o)
+		}
+	}
 	next := make([]uint64, len(parts))
 	for _, o := range objs {
 		p := o.partition
@@ -475,8 +598,44 @@ func (r *recordingStore) conflicting() []string {
 	return keys
 }
 
-var (
-	_ = base64.StdEncoding
-	_ = drain.StepPolled
-	_ = state.ErrLeaseHeld
-)
+// stepFunc is a drain.StepHook made of a function (crash tests).
+type stepFunc func(drain.Step, batch.Partition) error
+
+func (f stepFunc) OnStep(s drain.Step, p batch.Partition) error { return f(s, p) }
+
+// crashAt returns hooks that crash a run at step.
+func crashAt(f func(drain.Step, batch.Partition) error) []drain.Hook {
+	return []drain.Hook{stepFunc(f)}
+}
+
+// dynamoEndpoint is the DynamoDB the sinks use: a proxy, minidyn or moto.
+func (w *world) dynamoEndpoint() string {
+	if w.dynamoURL != "" {
+		return w.dynamoURL
+	}
+	return w.moto.Endpoint
+}
+
+// dynamoClient is a DynamoDB client of the world's DynamoDB.
+func (w *world) dynamoClient() *dynamodb.Client {
+	// minidyn sends no CRC32 header; the SDK would warn on every reply.
+	return dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(w.dynamoEndpoint()), DisableValidateResponseChecksum: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test-secret", ""), Logger: logging.Nop{}})
+}
+
+// stateStore is the state store the world's sinks use, on table.
+func (w *world) stateStore(table string) *state.Dynamo {
+	w.t.Helper()
+	store := state.NewDynamo(w.dynamoClient(), table, nil)
+	if err := store.EnsureTable(context.Background()); err != nil {
+		w.t.Fatal(err)
+	}
+	return store
+}
+
+// sent returns what was produced to the current incarnation of topic.
+func (w *world) sent(topic string) [][]sent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.produced[w.stream+"/"+topic]
+}

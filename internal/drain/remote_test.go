@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ type iggyAdmin interface {
 	CreateTopic(stream, topic string, partitions int) (uint32, error)
 	Append(stream, topic string, partition uint32, payload, headers []byte) (uint64, error)
 	GroupOffset(stream, topic, group string, partition uint32) (uint64, bool)
+	DeleteTopic(stream, topic string) error
 }
 
 var _ iggyAdmin = (*iggytest.Broker)(nil)
@@ -118,6 +120,20 @@ func (r *remoteIggy) Append(stream, topic string, partition uint32, payload, hea
 	off := r.next[k]
 	r.next[k] = off + 1
 	return off, nil
+}
+
+func (r *remoteIggy) DeleteTopic(stream, topic string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sid, _ := iggcon.NewIdentifier(stream)
+	tid, _ := iggcon.NewIdentifier(topic)
+	prefix := fmt.Sprintf("%s/%s/", stream, topic)
+	for k := range r.next {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.next, k)
+		}
+	}
+	return r.cli.DeleteTopic(sid, tid)
 }
 
 func (r *remoteIggy) GroupOffset(stream, topic, group string, partition uint32) (uint64, bool) {

@@ -8,40 +8,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
-// Step names a point in writing one object, for crash tests.
-type Step string
-
-// The steps of writing one object, in order.
-const (
-	StepPolled       Step = "after-poll"
-	StepIntent       Step = "after-intent"
-	StepMidUpload    Step = "mid-upload"
-	StepUploaded     Step = "after-upload"
-	StepStateWritten Step = "after-state-written"
-	StepBeforeStore  Step = "before-offset-store"
-	StepStored       Step = "after-offset-store"
-)
-
-// Steps lists every Step in order.
-var Steps = []Step{StepPolled, StepIntent, StepMidUpload, StepUploaded, StepStateWritten, StepBeforeStore, StepStored}
-
-// CleanupTimeout bounds what a run does after its context ends: releasing
-// leases (each partition, at once) and then leaving the groups. A caller
-// with a hard deadline keeps back at least twice this.
-const CleanupTimeout = 2 * time.Second
-
-// ErrCrash marks an abort injected by Runner.Hook: the run stops where it
+// ErrCrash marks an abort injected by a StepHook: the run stops where it
 // is, as if the process had died, releasing nothing.
 var ErrCrash = errors.New("simulated crash")
 
 // Runner runs the sink once over every configured stream and topic.
 type Runner struct {
-	Config  *config.Config
+	Options Options
 	Dial    func(ctx context.Context) (Conn, error)
 	State   StateStore
 	Objects ObjectStore
@@ -49,141 +25,180 @@ type Runner struct {
 	Owner  string
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Transformer, when set, rewrites JSON payloads before encoding.
-	Transformer batch.Transformer
-	// KeepLimit is the largest object built in memory; larger ones are
-	// re-read from Iggy and streamed as a multipart upload. Default:
-	// Config.Plugin.MultipartThreshold.
-	KeepLimit int64
-	// Hook, when set, is called at every Step; an error aborts the run
-	// there as a crash would. Tests only. It is called from several
-	// goroutines at once (partitions, and a partition's background write).
-	Hook func(step Step, p batch.Partition) error
+	Hooks  []Hook
+
+	hooks hooks
 }
 
+// job is one partition to drain.
 type job struct {
-	stream config.Stream
+	stream Stream
 	topic  *source.Topic
-	part   source.PartitionInfo
+	info   source.PartitionInfo
 }
 
-// Run drains once. It returns the summary, and an error when any partition
-// or the connection failed (the summary still says what was written).
-func (r *Runner) Run(ctx context.Context) (*Summary, error) {
-	now := r.now()
-	sum := &Summary{Owner: r.Owner, Started: now.UTC()}
-	defer func() { sum.DurationMS = r.now().Sub(now).Milliseconds() }()
-	log := r.logger()
-
+// Run drains once: setup (dial, resolve, join), one goroutine per partition
+// (at most PartitionConcurrency at a time), then cleanup (lag, leave,
+// close). It returns the summary, and an error when a partition or the
+// connection failed; a run stopped by its context is not an error.
+func (r *Runner) Run(ctx context.Context) (sum *Summary, err error) {
+	start := r.now()
+	sum = &Summary{Owner: r.Owner, Started: start.UTC()}
+	r.hooks = newHooks(r.Hooks)
+	defer func() {
+		sum.DurationMS = r.now().Sub(start).Milliseconds()
+		for _, h := range r.hooks.runs {
+			h.OnRunEnd(sum, err)
+		}
+	}()
+	if err := r.Options.Validate(); err != nil {
+		return sum, err
+	}
 	conn, err := r.Dial(ctx)
 	if err != nil {
 		return sum, fmt.Errorf("drain: %w", err)
 	}
-	var topics []*source.Topic
-	var jobs []job
-	var setupErr error
-	for _, s := range r.Config.Streams {
-		for _, name := range s.Topics {
-			t, err := conn.Topic(ctx, s.Stream, name, s.ConsumerGroup)
-			if err == nil {
-				err = conn.Join(ctx, t)
-			}
-			if err != nil {
-				setupErr = errors.Join(setupErr, err)
-				continue
-			}
-			topics = append(topics, t)
-			for _, p := range t.Partitions {
-				jobs = append(jobs, job{stream: s, topic: t, part: p})
-			}
-		}
-	}
-
-	runCtx, abort := context.WithCancel(ctx)
-	defer abort()
-	results := make([]PartitionSummary, len(jobs))
-	errs := make([]error, len(jobs))
-	limit := r.Config.Plugin.PartitionConcurrency
-	if limit < 1 {
-		limit = 1
-	}
-	sem := make(chan struct{}, limit)
-	// One partition at a time may read its next object while the previous
-	// one uploads: that overlap is what makes a lone partition fast, and
-	// capping it keeps memory near one object per partition drained at once.
-	pipeline := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	var crashed sync.Once
-	crash := false
-	for i := range jobs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-runCtx.Done():
-				results[i] = r.newSummary(jobs[i])
-				results[i].Skipped = "run aborted before this partition started"
-				return
-			}
-			defer func() { <-sem }()
-			results[i], errs[i] = r.drainPartition(runCtx, conn, jobs[i], pipeline)
-			if errors.Is(errs[i], ErrCrash) {
-				crashed.Do(func() { crash = true; abort() })
-			}
-		}(i)
-	}
-	wg.Wait()
-
-	if crash {
+	topics, jobs, setupErr := r.setup(ctx, conn)
+	sum.Groups = len(topics)
+	errs, crashed := r.fanOut(ctx, conn, jobs, sum)
+	if crashed {
 		// A dead process neither leaves its groups nor releases leases; the
 		// socket closing is all the server sees.
 		conn.Close()
-		sum.Partitions = results
 		sum.total()
 		return sum, fmt.Errorf("drain: %w", errors.Join(errs...))
 	}
-
-	// Lag after the run, from fresh partition offsets; then leave. Bounded
-	// so that cleanup fits in the time a Lambda keeps back (CleanupTimeout).
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer cancel()
-	for _, t := range topics {
-		if err := conn.Refresh(cleanup, t); err != nil {
-			log.Warn("could not refresh partition offsets for the lag figure", "stream", t.Stream, "topic", t.Topic, "error", err.Error())
-		}
-	}
-	for i := range results {
-		results[i].Lag = lag(jobs[i].topic, results[i])
-	}
-	for _, t := range topics {
-		if err := conn.Leave(cleanup, t); err != nil {
-			log.Warn("leaving the consumer group failed; the server drops the membership when the connection closes", "group", t.Group, "stream", t.Stream, "topic", t.Topic, "error", err.Error())
-		}
-	}
-	conn.Close()
-
-	sum.Partitions = results
+	r.cleanup(ctx, conn, topics, jobs, sum)
+	sum.Stopped = stopReason(ctx, sum)
 	sum.total()
-	all := append([]error{setupErr}, errs...)
-	if err := errors.Join(all...); err != nil {
+	if err := errors.Join(append([]error{setupErr}, errs...)...); err != nil {
 		return sum, fmt.Errorf("drain: %w", err)
 	}
 	return sum, nil
 }
 
-func lag(t *source.Topic, ps PartitionSummary) uint64 {
+// setup resolves every configured topic and joins its consumer group.
+func (r *Runner) setup(ctx context.Context, conn Conn) ([]*source.Topic, []job, error) {
+	var topics []*source.Topic
+	var jobs []job
+	var errs error
+	for _, s := range r.Options.Streams {
+		for _, name := range s.Topics {
+			t, err := conn.Topic(ctx, s.Name, name, s.Group)
+			if err == nil {
+				err = conn.Join(ctx, t)
+			}
+			if err != nil {
+				errs = errors.Join(errs, err)
+				continue
+			}
+			topics = append(topics, t)
+			for _, p := range t.Partitions {
+				jobs = append(jobs, job{stream: s, topic: t, info: p})
+			}
+		}
+	}
+	return topics, jobs, errs
+}
+
+// fanOut drains every job, PartitionConcurrency at a time. It reports
+// whether a StepHook crashed the run.
+func (r *Runner) fanOut(ctx context.Context, conn Conn, jobs []job, sum *Summary) ([]error, bool) {
+	runCtx, abort := context.WithCancel(ctx)
+	defer abort()
+	sum.Partitions = make([]PartitionSummary, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, r.Options.PartitionConcurrency)
+	// One extra object may be read while another uploads, across the whole
+	// run: that overlap is what makes a lone partition fast, and sharing a
+	// single slot keeps memory near one object per partition drained at once.
+	readAhead := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	crashed := false
+	for i := range jobs {
+		wg.Go(func() {
+			ps := &sum.Partitions[i]
+			*ps = newPartitionSummary(jobs[i])
+			select {
+			case sem <- struct{}{}:
+			case <-runCtx.Done():
+				ps.Stopped = "run ended before this partition started"
+				return
+			}
+			defer func() { <-sem }()
+			lease, err := r.drainPartition(runCtx, conn, jobs[i], readAhead, ps)
+			errs[i] = err
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, ErrCrash) {
+				crashed = true
+				abort()
+				return
+			}
+			sum.Leases += lease.taken
+			sum.LeasesReleased += lease.released
+		})
+	}
+	wg.Wait()
+	return errs, crashed
+}
+
+// cleanup reads the partitions' offsets for the lag figures, leaves the
+// groups and closes the connection, each step bounded by CleanupTimeout
+// however the run's context ended.
+func (r *Runner) cleanup(ctx context.Context, conn Conn, topics []*source.Topic, jobs []job, sum *Summary) {
+	log := r.logger()
+	refresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Options.CleanupTimeout)
+	defer cancel()
+	for _, t := range topics {
+		if err := conn.Refresh(refresh, t); err != nil {
+			log.Warn("could not refresh partition offsets for the lag figure", "stream", t.Stream, "topic", t.Topic, "error", err.Error())
+		}
+	}
+	for i := range sum.Partitions {
+		sum.Partitions[i].Lag = lag(jobs[i].topic, &sum.Partitions[i])
+	}
+	leave, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), r.Options.CleanupTimeout)
+	defer cancel2()
+	for _, t := range topics {
+		if err := conn.Leave(leave, t); err != nil {
+			log.Warn("leaving the consumer group failed; the server drops the membership when the connection closes",
+				"group", t.Group, "stream", t.Stream, "topic", t.Topic, "error", err.Error())
+			continue
+		}
+		sum.GroupsLeft++
+	}
+	conn.Close()
+}
+
+// stopReason says why the run ended early, if it did.
+func stopReason(ctx context.Context, sum *Summary) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "deadline"
+	case ctx.Err() != nil:
+		return "signal"
+	}
+	for _, p := range sum.Partitions {
+		if p.Stopped == stopDeadline {
+			return "deadline"
+		}
+	}
+	return ""
+}
+
+func lag(t *source.Topic, ps *PartitionSummary) uint64 {
 	for _, p := range t.Partitions {
 		if p.ID != ps.Partition {
 			continue
 		}
-		if p.MessagesCount == 0 {
+		switch {
+		case p.MessagesCount == 0:
 			return 0
-		}
-		if ps.Committed == nil {
+		case ps.Committed == nil:
 			return p.CurrentOffset + 1
-		}
-		if p.CurrentOffset > *ps.Committed {
+		case p.CurrentOffset > *ps.Committed:
 			return p.CurrentOffset - *ps.Committed
 		}
 		return 0
@@ -191,16 +206,8 @@ func lag(t *source.Topic, ps PartitionSummary) uint64 {
 	return 0
 }
 
-func (s *Summary) total() {
-	s.Objects, s.Messages, s.Bytes, s.Failed = 0, 0, 0, 0
-	for _, p := range s.Partitions {
-		s.Objects += p.Objects
-		s.Messages += p.Messages
-		s.Bytes += p.Bytes
-		if p.Error != "" {
-			s.Failed++
-		}
-	}
+func newPartitionSummary(j job) PartitionSummary {
+	return PartitionSummary{Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: j.info.ID}
 }
 
 func (r *Runner) now() time.Time {
@@ -215,8 +222,4 @@ func (r *Runner) logger() *slog.Logger {
 		return r.Logger
 	}
 	return slog.Default()
-}
-
-func (r *Runner) newSummary(j job) PartitionSummary {
-	return PartitionSummary{Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: j.part.ID}
 }

@@ -7,14 +7,26 @@ import (
 
 // Summary is what one run did, per partition. It is the Lambda's result.
 type Summary struct {
-	Owner      string             `json:"owner"`
-	Started    time.Time          `json:"started"`
-	DurationMS int64              `json:"duration_ms"`
-	Objects    uint64             `json:"objects"`
-	Messages   uint64             `json:"messages"`
-	Bytes      uint64             `json:"bytes"`
-	Failed     int                `json:"failed_partitions"`
-	Partitions []PartitionSummary `json:"partitions"`
+	Owner      string    `json:"owner"`
+	Started    time.Time `json:"started"`
+	DurationMS int64     `json:"duration_ms"`
+	Objects    uint64    `json:"objects"`
+	Messages   uint64    `json:"messages"`
+	Bytes      uint64    `json:"bytes"`
+	// Failed counts partitions that failed; a stop is not a failure.
+	Failed int `json:"failed_partitions"`
+	// Stopped says why the run ended early: "signal" (its context was
+	// cancelled) or "deadline" (its deadline came); empty when it ran out
+	// of work.
+	Stopped string `json:"stopped,omitempty"`
+	// Leases and LeasesReleased count the partition leases this run took
+	// and the ones it gave back; Groups and GroupsLeft the consumer groups
+	// joined and left.
+	Leases         int                `json:"leases"`
+	LeasesReleased int                `json:"leases_released"`
+	Groups         int                `json:"groups"`
+	GroupsLeft     int                `json:"groups_left"`
+	Partitions     []PartitionSummary `json:"partitions"`
 }
 
 // PartitionSummary is one partition's part of a run.
@@ -33,15 +45,31 @@ type PartitionSummary struct {
 	Committed *uint64 `json:"committed,omitempty"`
 	// Lag is how many messages Iggy holds beyond Committed after the run.
 	Lag uint64 `json:"lag"`
-	// Pending counts messages read but left for a later run (a partial object not yet due).
-	Pending         uint64 `json:"pending,omitempty"`
-	Gaps            []Gap  `json:"gaps,omitempty"`
-	InvalidPayloads uint64 `json:"invalid_payloads,omitempty"`
-	Retries         uint64 `json:"retries,omitempty"`
-	Recovered       bool   `json:"recovered,omitempty"`
-	Skipped         string `json:"skipped,omitempty"`
-	Stopped         string `json:"stopped,omitempty"`
-	Error           string `json:"error,omitempty"`
+	// Pending counts messages read but left for a later run (a partial
+	// object not yet due), and PendingSince is the server time of the first.
+	Pending      uint64     `json:"pending,omitempty"`
+	PendingSince *time.Time `json:"pending_since,omitempty"`
+	Gaps         []Gap      `json:"gaps,omitempty"`
+	// InvalidPayloads counts payloads kept as base64 (invalid_payload);
+	// MalformedHeaders counts messages whose user headers could not be
+	// decoded and were left out of their records, and MalformedHeadersAt is
+	// the first such offset.
+	InvalidPayloads    uint64  `json:"invalid_payloads,omitempty"`
+	MalformedHeaders   uint64  `json:"malformed_headers,omitempty"`
+	MalformedHeadersAt *uint64 `json:"malformed_headers_at,omitempty"`
+	// Existing counts objects whose key already held them (repeated writes);
+	// Conflicts counts keys that held other bytes and were left as they were.
+	Existing  uint64 `json:"existing,omitempty"`
+	Conflicts uint64 `json:"conflicts,omitempty"`
+	Retries   uint64 `json:"retries,omitempty"`
+	Recovered bool   `json:"recovered,omitempty"`
+	// Recreated is set when the partition was found deleted and re-created
+	// in Iggy: its offsets start again at 0 under a new generation.
+	Recreated  bool   `json:"recreated,omitempty"`
+	Generation uint32 `json:"generation,omitempty"`
+	Skipped    string `json:"skipped,omitempty"`
+	Stopped    string `json:"stopped,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Gap is a range of offsets Iggy no longer had when the sink needed it
@@ -52,25 +80,61 @@ type Gap struct {
 	MarkerKey string `json:"marker_key"`
 }
 
-func (p *PartitionSummary) wrote(first, last, messages, bytes uint64) {
-	if p.FirstOffset == nil {
-		f := first
-		p.FirstOffset = &f
-	}
-	l := last
-	p.LastOffset = &l
-	p.Objects++
-	p.Messages += messages
-	p.Bytes += bytes
-}
-
-// Log writes the run's one summary line: "run finished", or "run failed"
-// with the error.
-func (s *Summary) Log(log *slog.Logger, err error) {
-	attrs := []any{"objects", s.Objects, "messages", s.Messages, "bytes", s.Bytes, "failed_partitions", s.Failed, "duration_ms", s.DurationMS, "partitions", s.Partitions}
-	if err != nil {
-		log.Error("run failed", append(attrs, "error", err.Error())...)
+func (p *PartitionSummary) wrote(w Written) {
+	if w.Gap {
+		p.Gaps = append(p.Gaps, Gap{First: w.First, Last: w.Last, MarkerKey: w.Key})
 		return
 	}
-	log.Info("run finished", attrs...)
+	if p.FirstOffset == nil {
+		f := w.First
+		p.FirstOffset = &f
+	}
+	l := w.Last
+	p.LastOffset = &l
+	p.Objects++
+	p.Messages += w.Messages
+	p.Bytes += w.Bytes
+	if w.Existed {
+		p.Existing++
+	}
+}
+
+// GapMessages is how many offsets the run reported as gaps.
+func (p *PartitionSummary) GapMessages() uint64 {
+	var n uint64
+	for _, g := range p.Gaps {
+		n += g.Last - g.First + 1
+	}
+	return n
+}
+
+func (s *Summary) total() {
+	s.Objects, s.Messages, s.Bytes, s.Failed = 0, 0, 0, 0
+	for _, p := range s.Partitions {
+		s.Objects += p.Objects
+		s.Messages += p.Messages
+		s.Bytes += p.Bytes
+		if p.Error != "" {
+			s.Failed++
+		}
+	}
+}
+
+// Log writes the run's one summary line: "run finished", "run stopped" (by
+// a signal or the deadline, at INFO: a stop is not a failure) or "run
+// failed" with the error. It reports what the run did, leases and groups
+// included.
+func (s *Summary) Log(log *slog.Logger, err error) {
+	attrs := []any{"objects", s.Objects, "messages", s.Messages, "bytes", s.Bytes, "failed_partitions", s.Failed,
+		"duration", time.Duration(s.DurationMS) * time.Millisecond,
+		"leases_released", s.LeasesReleased, "leases", s.Leases, "groups_left", s.GroupsLeft, "groups", s.Groups,
+		"partitions", s.Partitions}
+	switch {
+	case err != nil:
+		log.Error("run failed", append(attrs, "error", err.Error())...)
+	case s.Stopped != "":
+		log.Info("run stopped", append(attrs, "stopped", s.Stopped)...)
+	default:
+		log.Info("run finished", attrs...)
+	}
 }

@@ -83,6 +83,15 @@ func (b *Broker) CreateTopic(stream, topicName string, partitions int) (uint32, 
 	return t.id, nil
 }
 
+// DeleteTopic deletes a topic with its partitions, messages and consumer
+// groups, as the server's DeleteTopic does.
+func (b *Broker) DeleteTopic(stream, topicName string) error {
+	if _, err := (deleteTopicReq{stream: ident{name: stream}, topic: ident{name: topicName}}).exec(b, nil, nil); err != nil {
+		return fmt.Errorf("iggytest: delete topic %s/%s: %w", stream, topicName, err)
+	}
+	return nil
+}
+
 // partitionOf must be called with b.mu held.
 func (b *Broker) partitionOf(streamName, topicName string, partition uint32) (*topic, *partition, error) {
 	_, t, serr := b.resolveTopic(ident{name: streamName}, ident{name: topicName})

@@ -193,6 +193,18 @@ func (b *Broker) Connections() int {
 	return len(b.conns)
 }
 
+// DropConnections closes every live client connection, as a server does
+// when clients' TCP connections die: their group memberships go with them.
+// It returns how many it closed.
+func (b *Broker) DropConnections() int {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	for c := range b.conns {
+		_ = c.nc.Close()
+	}
+	return len(b.conns)
+}
+
 // dropSession removes a closed connection from every consumer group, rebalancing as
 // 0.8 does on client cleanup.
 func (b *Broker) dropSession(s *session) {

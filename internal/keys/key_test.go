@@ -294,3 +294,27 @@ func TestGenerationNames(t *testing.T) {
 		t.Error("ParseObjectName accepted a generation name; it reads upstream names only")
 	}
 }
+
+func TestVoidMarker(t *testing.T) {
+	pn := NewNamer("p", mustParse(t, "{stream}/{date}"), "jsonl.zst").Partition("s", "t", 2).Generation(3)
+	key := pn.Object(10, 19, upstreamTS)
+	marker, ok := VoidMarker(key)
+	if !ok || !strings.HasSuffix(marker, "/_00002-00000000000000000010-00000000000000000019-g3.jsonl.zst.void") {
+		t.Fatalf("VoidMarker(%q) = %q, %v", key, marker, ok)
+	}
+	if marker[:strings.LastIndexByte(marker, '/')] != key[:strings.LastIndexByte(key, '/')] {
+		t.Fatalf("marker %q is not in the object's folder", marker)
+	}
+	n, ok := ParseName(marker)
+	if !ok || !n.Void || n.Gap || n.First != 10 || n.Last != 19 || n.Generation != 3 || n.Ext != "jsonl.zst" {
+		t.Fatalf("ParseName(%q) = %+v, %v", marker, n, ok)
+	}
+	if back, ok := Voided(marker); !ok || back != key {
+		t.Fatalf("Voided(%q) = %q, %v; want %q", marker, back, ok, key)
+	}
+	for _, bad := range []string{"p/notanobject.jsonl", pn.Gap(1, 2, upstreamTS)} {
+		if m, ok := VoidMarker(bad); ok {
+			t.Errorf("VoidMarker(%q) = %q, want none", bad, m)
+		}
+	}
+}

@@ -11,6 +11,15 @@ import (
 // when they read a table location) and this extension.
 const GapExt = "gap"
 
+// VoidExt is the extension of void markers. When a run cannot re-render an
+// unfinished object (its messages are gone, or the format changed), it
+// fences the object's key with an empty object of its format, so that a
+// stalled writer can never still put the old object there, and writes a
+// void marker next to it: the key covers no offsets. A void marker is
+// named like the object it voids, extension included, with a leading '_'
+// and this extension added.
+const VoidExt = "void"
+
 // Namer names the objects of one sink configuration: prefix, path template
 // and the data objects' extension, fixed once.
 type Namer struct {
@@ -116,9 +125,10 @@ type Name struct {
 	First, Last uint64
 	// Generation is the partition's incarnation count (0 for names without "-g").
 	Generation uint32
-	// Gap is set for a gap marker.
-	Gap bool
-	// Ext is the extension without its leading dot ("jsonl.gz", "gap").
+	// Gap is set for a gap marker, Void for a void marker.
+	Gap, Void bool
+	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
+	// a void marker, the extension of the object it voids.
 	Ext string
 }
 
@@ -127,12 +137,20 @@ type Name struct {
 // objects from other files.
 func ParseName(key string) (Name, bool) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
-	gap := strings.HasPrefix(name, "_")
+	marker := strings.HasPrefix(name, "_")
+	if marker && strings.HasSuffix(name, "."+VoidExt) {
+		n, ok := parseName(name[1 : len(name)-len(VoidExt)-1])
+		if !ok || n.Ext == GapExt {
+			return Name{}, false
+		}
+		n.Void = true
+		return n, true
+	}
 	n, ok := parseName(strings.TrimPrefix(name, "_"))
-	if !ok || gap != (n.Ext == GapExt) {
+	if !ok || marker != (n.Ext == GapExt) {
 		return Name{}, false
 	}
-	n.Gap = gap
+	n.Gap = marker
 	return n, true
 }
 
@@ -176,4 +194,25 @@ func parseName(name string) (Name, bool) {
 	}
 	n.Ext = rest[1:]
 	return n, true
+}
+
+// VoidMarker returns the key of the void marker for the data object at key,
+// in the same folder; false when key is not a data object's name.
+func VoidMarker(key string) (string, bool) {
+	i := strings.LastIndexByte(key, '/') + 1
+	n, ok := ParseName(key)
+	if !ok || n.Gap || n.Void {
+		return "", false
+	}
+	return key[:i] + "_" + key[i:] + "." + VoidExt, true
+}
+
+// Voided returns the key of the data object the void marker at key voids.
+func Voided(key string) (string, bool) {
+	i := strings.LastIndexByte(key, '/') + 1
+	n, ok := ParseName(key)
+	if !ok || !n.Void {
+		return "", false
+	}
+	return key[:i] + key[i+1:len(key)-len(VoidExt)-1], true
 }

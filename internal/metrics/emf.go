@@ -19,16 +19,17 @@ const (
 	DimTopic     = "Topic"
 	DimPartition = "Partition"
 
-	MetricObjects         = "Objects"
-	MetricMessages        = "Messages"
-	MetricBytes           = "Bytes"
-	MetricLag             = "Lag"
-	MetricGapMessages     = "GapMessages"
-	MetricInvalidPayloads = "InvalidPayloads"
-	MetricRetries         = "Retries"
-	MetricDuration        = "Duration"
-	MetricFailed          = "Failed"
-	MetricPartitions      = "Partitions"
+	MetricObjects          = "Objects"
+	MetricMessages         = "Messages"
+	MetricBytes            = "Bytes"
+	MetricLag              = "Lag"
+	MetricGapMessages      = "GapMessages"
+	MetricInvalidPayloads  = "InvalidPayloads"
+	MetricMalformedHeaders = "MalformedHeaders"
+	MetricRetries          = "Retries"
+	MetricDuration         = "Duration"
+	MetricFailed           = "Failed"
+	MetricPartitions       = "Partitions"
 )
 
 // Partition is what one run did on one partition.
@@ -36,7 +37,7 @@ type Partition struct {
 	Stream, Topic string
 	Partition     uint32
 	// Lag is the number of messages left in Iggy after the run.
-	Objects, Messages, Bytes, Lag, GapMessages, InvalidPayloads, Retries uint64
+	Objects, Messages, Bytes, Lag, GapMessages, InvalidPayloads, MalformedHeaders, Retries uint64
 }
 
 // Run is one drain run (one Lambda invocation or one poller cycle).
@@ -56,6 +57,7 @@ var partitionMetrics = []metricDef{
 	{MetricLag, "Count"},
 	{MetricGapMessages, "Count"},
 	{MetricInvalidPayloads, "Count"},
+	{MetricMalformedHeaders, "Count"},
 	{MetricRetries, "Count"},
 }
 
@@ -72,6 +74,7 @@ var runMetrics = []metricDef{
 	{MetricLag, "Count"},
 	{MetricGapMessages, "Count"},
 	{MetricInvalidPayloads, "Count"},
+	{MetricMalformedHeaders, "Count"},
 	{MetricRetries, "Count"},
 }
 
@@ -126,6 +129,7 @@ func WriteEMF(w io.Writer, namespace string, now time.Time, r Run) error {
 		total.Lag = max(total.Lag, p.Lag)
 		total.GapMessages += p.GapMessages
 		total.InvalidPayloads += p.InvalidPayloads
+		total.MalformedHeaders += p.MalformedHeaders
 		total.Retries += p.Retries
 
 		b := appendHeader(line[:0], namespace, ts, partitionDims, partitionMetrics)
@@ -252,6 +256,7 @@ func appendCounters(b []byte, p Partition, withLag bool) []byte {
 	}
 	b = appendUintProp(b, MetricGapMessages, p.GapMessages)
 	b = appendUintProp(b, MetricInvalidPayloads, p.InvalidPayloads)
+	b = appendUintProp(b, MetricMalformedHeaders, p.MalformedHeaders)
 	return appendUintProp(b, MetricRetries, p.Retries)
 }
 

@@ -85,10 +85,17 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		return err
 	})
 	if err != nil {
+		why := c.g.reason()
 		c.Close()
 		who := "user " + fmt.Sprintf("%q", cfg.Username)
 		if cfg.Token != "" {
 			who = "a personal access token"
+		}
+		if why != "" {
+			// Something accepted the TCP connection but did not speak Iggy
+			// back: a proxy, a firewall, another service on that port.
+			return nil, fmt.Errorf("iggy: login to %s as %s: %w: %s before answering; is %s the TCP address of an Iggy 0.8 server (default port 8090)?",
+				cfg.Address, who, ErrConnectionLost, why, cfg.Address)
 		}
 		return nil, fmt.Errorf("iggy: login to %s as %s: %w", cfg.Address, who, err)
 	}
@@ -154,15 +161,28 @@ func (c *Conn) do(ctx context.Context, what string, call func() error) error {
 	select {
 	case err := <-done:
 		if err != nil && c.g.isCut() {
-			return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, err)
+			why := c.g.reason()
+			if why == "" {
+				why = "the connection was closed"
+			}
+			return fmt.Errorf("iggy %s at %s: %s: %w%s", what, c.cfg.Address, why, ErrConnectionLost, sdkDetail(err))
 		}
 		return err
 	case <-ctx.Done():
 		c.g.cut()
 		<-done
-		return fmt.Errorf("iggy %s: %w: %w", what, ErrConnectionLost, ctx.Err())
+		return fmt.Errorf("iggy %s at %s: no answer in time: %w: %w", what, c.cfg.Address, ErrConnectionLost, ctx.Err())
 	}
 }
 
 // Lost reports whether the connection is unusable.
 func (c *Conn) Lost() bool { return c.g.isCut() }
+
+// sdkDetail is the SDK's own error text when it says more than SDK v0.8.0's
+// bare "error" for a dropped connection.
+func sdkDetail(err error) string {
+	if msg := err.Error(); msg != "" && msg != "error" {
+		return " (" + msg + ")"
+	}
+	return ""
+}

@@ -23,6 +23,7 @@ type guard struct {
 	mu     sync.Mutex
 	local  net.Conn
 	closed bool
+	why    string // what ended the connection, for error messages
 	done   chan struct{}
 }
 
@@ -79,14 +80,24 @@ func (g *guard) serve() {
 	g.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst, src net.Conn, fromServer bool) {
 		defer wg.Done()
-		_, _ = io.Copy(dst, src)
+		_, err := io.Copy(dst, src)
+		if fromServer {
+			// Only the server's side says something about the server; the
+			// loopback side ends because the sink closed or cut it.
+			switch {
+			case err == nil:
+				g.note("the server closed the connection")
+			case !errors.Is(err, net.ErrClosed):
+				g.note("reading from the server failed: " + err.Error())
+			}
+		}
 		// One direction ending means the conversation is over: cut both.
 		g.cut()
 	}
-	go pipe(g.upstream, c)
-	go pipe(c, g.upstream)
+	go pipe(g.upstream, c, false)
+	go pipe(c, g.upstream, true)
 	wg.Wait()
 }
 
@@ -103,6 +114,22 @@ func (g *guard) cut() {
 	if g.local != nil {
 		g.local.Close()
 	}
+}
+
+// note records why the connection ended, unless it was cut first.
+func (g *guard) note(why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed && g.why == "" {
+		g.why = why
+	}
+}
+
+// reason says why the connection ended ("" when the sink cut it).
+func (g *guard) reason() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.why
 }
 
 func (g *guard) isCut() bool {

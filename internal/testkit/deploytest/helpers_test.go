@@ -24,13 +24,35 @@ func missingTool(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// requireTool finds a tool in <repo>/.bin (where make puts it) or $PATH.
 func requireTool(t *testing.T, name string) string {
 	t.Helper()
+	local := filepath.Join(repoRoot(t), ".bin", name)
+	if fi, err := os.Stat(local); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return local
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		missingTool(t, "%s not on PATH: %v", name, err)
+		missingTool(t, "%s not in .bin/ or on PATH (make py-tools / make sam-cli install it): %v", name, err)
 	}
 	return p
+}
+
+// pythonWithTranslator is the Python that has aws-sam-translator: the one
+// of the venv `make py-tools` links .bin/cfn-lint from, else python3 from PATH.
+func pythonWithTranslator(t *testing.T) string {
+	t.Helper()
+	if lint, err := filepath.EvalSymlinks(filepath.Join(repoRoot(t), ".bin", "cfn-lint")); err == nil {
+		if py := filepath.Join(filepath.Dir(lint), "python3"); fileExists(py) {
+			return py
+		}
+	}
+	return requireTool(t, "python3")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 var rootOnce = sync.OnceValues(func() (string, error) {
@@ -109,7 +131,7 @@ var transformMissing, transformFailure string
 // samTransform returns template.yaml as CloudFormation JSON after the SAM transform.
 func samTransform(t *testing.T) map[string]any {
 	t.Helper()
-	python := requireTool(t, "python3")
+	python := pythonWithTranslator(t)
 	transformOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -55,14 +55,11 @@ func samEnv() []string {
 	return append(env, "AWS_DEFAULT_REGION="+testRegion, "SAM_CLI_TELEMETRY=0")
 }
 
-// The SAM CLI is optional everywhere (it may not be installable), so these skip even in CI.
+// lookSAM finds the SAM CLI, which `make sam-cli` installs; missing, the
+// test skips locally and fails in CI like every other tool.
 func lookSAM(t *testing.T) string {
 	t.Helper()
-	sam, err := exec.LookPath("sam")
-	if err != nil {
-		t.Skip("sam (aws-sam-cli) not on PATH")
-	}
-	return sam
+	return requireTool(t, "sam")
 }
 
 func TestSAMValidateLint(t *testing.T) {

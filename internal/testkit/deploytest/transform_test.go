@@ -27,6 +27,9 @@ type deployScenario struct {
 	arch                             string
 	concurrency                      float64
 	maxMessages                      string // "" = SINK_MAX_MESSAGES_PER_FILE absent
+	// configObject and configParameter are what SinkConfig lets the
+	// function read ("" = nothing).
+	configObject, configParameter string
 }
 
 func deployScenarios() []deployScenario {
@@ -48,18 +51,21 @@ func deployScenarios() []deployScenario {
 			arch: "arm64", concurrency: 1,
 		},
 		{
-			name: "prefix, secret by name, message rotation",
+			name: "prefix, secret by name, message rotation, configuration in S3",
 			params: with(map[string]string{"Prefix": "archive/iggy/", "IggyCredentialsSecret": "prod/iggy",
-				"FileRotation": "messages", "MaxMessagesPerFile": "5000"}),
-			objectARN: "arn:aws:s3:::iggy-archive/archive/iggy/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "archive/iggy/*",
+				"FileRotation": "messages", "MaxMessagesPerFile": "5000", "SinkConfig": "s3://team-config/sinks/orders.toml"}),
+			configObject: "arn:aws:s3:::team-config/sinks/orders.toml",
+			objectARN:    "arn:aws:s3:::iggy-archive/archive/iggy/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "archive/iggy/*",
 			secretARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/iggy-??????",
 			arch:      "arm64", concurrency: 1, maxMessages: "5000",
 		},
 		{
 			name: "secret by ARN, VPC, new bucket, x86_64",
 			params: with(map[string]string{"IggyCredentialsSecret": secretARN, "SubnetIds": "subnet-1,subnet-2",
-				"SecurityGroupIds": "sg-1", "CreateBucket": "true", "Architecture": "x86_64", "ReservedConcurrency": "2", "Prefix": "p"}),
-			objectARN: "arn:aws:s3:::iggy-archive/p*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "p*",
+				"SecurityGroupIds": "sg-1", "CreateBucket": "true", "Architecture": "x86_64", "ReservedConcurrency": "2", "Prefix": "p",
+				"SinkConfig": "ssm:/iggy/sinks/orders"}),
+			configParameter: "arn:aws:ssm:us-east-1:123456789012:parameter/iggy/sinks/orders",
+			objectARN:       "arn:aws:s3:::iggy-archive/p*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "p*",
 			secretARN: secretARN, vpc: true, newBucket: true, arch: "x86_64", concurrency: 2,
 		},
 	}
@@ -216,6 +222,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"AWS_ENDPOINT_URL_S3":       "",
 		"AWS_ENDPOINT_URL_DYNAMODB": "",
 		"SINK_PATH_STYLE":           "",
+		"SINK_CONFIG":               p("SinkConfig"),
 	}
 	if sc.maxMessages != "" {
 		want["SINK_MAX_MESSAGES_PER_FILE"] = sc.maxMessages
@@ -357,6 +364,12 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 	}
 	if sc.secretARN != "" {
 		want["secretsmanager:GetSecretValue"] = []string{sc.secretARN}
+	}
+	if sc.configObject != "" {
+		want["s3:GetObject"] = append(want["s3:GetObject"], sc.configObject)
+	}
+	if sc.configParameter != "" {
+		want["ssm:GetParameter"] = []string{sc.configParameter}
 	}
 	if !reflect.DeepEqual(granted, want) {
 		for a, r := range granted {

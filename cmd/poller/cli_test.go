@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/<name>, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs:\n got %q\nwant %q", path, got, want)
+	}
+}
+
+// decompress undoes the object's compression, checking its magic bytes.
+func decompress(t *testing.T, compression string, b []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	switch compression {
+	case "gzip":
+		if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+			t.Fatalf("not gzip: % x", b[:min(4, len(b))])
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	case "zstd":
+		if !bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			t.Fatalf("not zstd: % x", b[:min(4, len(b))])
+		}
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return b
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func setEnv(t *testing.T, kv map[string]string) {
+	for k, v := range kv {
+		t.Setenv(k, v)
+	}
+}
+
+// TestRenderEachFormat: `poller render` writes the object for each format
+// and compression, and names its key on stderr.
+func TestRenderEachFormat(t *testing.T) {
+	input, err := os.ReadFile(filepath.Join("testdata", "render", "input.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		format, compression, ext string
+	}{
+		{"json_lines", "none", "jsonl"},
+		{"json_lines", "gzip", "jsonl.gz"},
+		{"json_array", "none", "json"},
+		{"json_array", "zstd", "json.zst"},
+		{"raw", "none", "bin"},
+		{"raw", "gzip", "bin.gz"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.format+"_"+tc.compression, func(t *testing.T) {
+			setEnv(t, map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "app", "SINK_TOPICS": "logs",
+				"SINK_OUTPUT_FORMAT": tc.format, "SINK_COMPRESSION": tc.compression, "SINK_PREFIX": "iggy"})
+			var out, errb bytes.Buffer
+			code := run([]string{"render", "-time", "2024-03-16T14:02:31Z", "-partition", "3", "-offset", "100"}, bytes.NewReader(input), &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			golden(t, "render/"+tc.format+".golden", decompress(t, tc.compression, out.Bytes()))
+			key := "s3://b/iggy/app/logs/2024-03-16/14/00003-00000000000000000100-00000000000000000104." + tc.ext
+			if !strings.Contains(errb.String(), key) || !strings.Contains(errb.String(), "1 payloads are not valid JSON") {
+				t.Fatalf("stderr does not name the key %s and the invalid payload:\n%s", key, errb.String())
+			}
+		})
+	}
+}
+
+// TestExamples: every file in examples/ loads on its own (no environment)
+// and renders the sample messages to the checked-in output.
+func TestExamples(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	files, err := filepath.Glob(filepath.Join(root, "examples", "*.toml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	input, err := os.ReadFile(filepath.Join("testdata", "examples", "input.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".toml")
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config.Load(f, nil)
+			if err != nil {
+				t.Fatalf("%s does not load on its own: %v", f, err)
+			}
+			var out, errb bytes.Buffer
+			code := run([]string{"render", "-config", f, "-time", "2024-03-16T14:02:31Z"}, bytes.NewReader(input), &out, &errb)
+			if code != 0 {
+				t.Fatalf("render exit %d: %s", code, errb.String())
+			}
+			golden(t, "examples/"+name+".golden", decompress(t, cfg.Plugin.Compression, out.Bytes()))
+		})
+	}
+}
+
+func TestFlagsAfterTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "sink.toml")
+	if err := os.WriteFile(bad, []byte("[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n[plugin_config]\nbucket = \"b\"\nregion = \"r\"\nmax_file_size = \"8Mb\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"once", "-config", bad}, {"-config", bad, "once"}, {"-log-level", "debug", "once", "-config=" + bad}} {
+		var out, errb bytes.Buffer
+		if code := run(args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "8Mb") || !strings.Contains(errb.String(), bad) {
+			t.Errorf("%q: exit %d, want 2 with the file's error:\n%s", args, code, errb.String())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"once", "-envelope"}, "-envelope (a flag of render) does not apply"},
+		{[]string{"once", "extra"}, `unexpected argument "extra"`},
+		{[]string{"once", "-nope"}, "flag provided but not defined: -nope"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, want 2 with %q:\n%s", tc.args, code, tc.want, errb.String())
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}, {"once", "--version"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "iggy-s3-sink ") || !strings.Contains(out.String(), "go1.") {
+			t.Errorf("%q: exit %d, stdout %q", args, code, out.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"help"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, want := range []string{"once", "run", "check", "audit", "status", "render", "local", "demo", "version", "-log-format", "-envelope", "ssm:/"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestVersionFromABuild: a binary built by the Makefile's flags names its
+// commit even where the toolchain cannot stamp it.
+func TestVersionFromABuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "poller")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=0123456789ab+modified", "-o", bin, ".")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil || !strings.Contains(string(out), "commit 0123456789ab+modified") {
+		t.Fatalf("--version: %v %q", err, out)
+	}
+}

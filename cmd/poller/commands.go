@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+)
+
+// command is one invocation of the poller.
+type command struct {
+	opts   *options
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// loadConfig loads -config (or SINK_CONFIG) and the environment; it logs
+// the configuration's short form at info and the full list at debug.
+func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
+	path := c.opts.config
+	if path == "" {
+		path, _ = os.LookupEnv("SINK_CONFIG")
+	}
+	cfg, err := app.LoadConfig(ctx, path, "", os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "poller:", err)
+		return nil, false
+	}
+	if len(cfg.Ignored) > 0 {
+		c.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
+	}
+	return cfg, true
+}
+
+// sink runs the commands that need a configured sink: once, run, check,
+// audit, status.
+func (c *command) sink(ctx context.Context, cmd string) int {
+	cfg, ok := c.loadConfig(ctx)
+	if !ok {
+		return 2
+	}
+	c.log.Info("configuration", "version", app.Version(), "config", cfg)
+	c.log.Debug("full configuration", "config", cfg.String())
+	readOnly := cmd == "audit" || cmd == "check" || cmd == "status"
+	if !readOnly && app.Disabled(cfg, c.log) {
+		return 0
+	}
+	app.ApplyMemoryLimit(cfg, c.log)
+	opts := app.Options{CreateTable: !readOnly, ReadOnly: readOnly, Logger: c.log}
+	if c.opts.metrics && !readOnly {
+		opts.Hooks = append(opts.Hooks, &app.EMF{W: c.stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: c.log})
+	}
+	s, err := app.New(ctx, cfg, opts)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "poller:", err)
+		return 1
+	}
+	switch cmd {
+	case "check":
+		return c.fail(s.WriteCheck(ctx, c.stdout), "check")
+	case "audit":
+		return c.fail(s.WriteAudit(ctx, c.stdout), "audit")
+	case "status":
+		return c.fail(s.WriteStatus(ctx, c.stdout), "status")
+	}
+	if err := s.Preflight(ctx); err != nil {
+		fmt.Fprintln(c.stderr, "poller: start-up check failed:", err)
+		return 1
+	}
+	if cmd == "once" {
+		sum, err := s.Run(ctx)
+		app.LogRun(c.log, sum, err, false)
+		app.LogPending(c.log, cfg, sum, time.Now())
+		return c.fail(err, "")
+	}
+	return c.loop(ctx, s, cfg)
+}
+
+// loop is `poller run`: a run every interval until a signal. Idle runs and
+// unchanged pending counts are logged at debug, so a quiet topic does not
+// fill the log.
+func (c *command) loop(ctx context.Context, s *app.Sink, cfg *config.Config) int {
+	every := c.opts.interval
+	if every <= 0 && len(cfg.Streams) > 0 {
+		every = cfg.Streams[0].PollInterval
+	}
+	every = max(every, time.Second)
+	pend := pendingLog{last: map[string]uint64{}}
+	for {
+		sum, err := s.Run(ctx)
+		app.LogRun(c.log, sum, err, true)
+		pend.log(c.log, cfg, sum)
+		select {
+		case <-ctx.Done():
+			c.log.Info("poller stopped on a signal", "leases_released", sum.LeasesReleased, "leases", sum.Leases,
+				"groups_left", sum.GroupsLeft, "groups", sum.Groups)
+			return 0
+		case <-time.After(every):
+		}
+	}
+}
+
+// pendingLog logs a partition's pending explanation at info when its
+// pending count changes, else at debug.
+type pendingLog struct{ last map[string]uint64 }
+
+func (p *pendingLog) log(log *slog.Logger, cfg *config.Config, sum *drain.Summary) {
+	if sum == nil {
+		return
+	}
+	now := time.Now()
+	for _, ps := range sum.Partitions {
+		key := fmt.Sprintf("%s/%s/%d", ps.Stream, ps.Topic, ps.Partition)
+		msg := app.PendingExplanation(ps, cfg, now)
+		level := slog.LevelInfo
+		if p.last[key] == ps.Pending {
+			level = slog.LevelDebug
+		}
+		p.last[key] = ps.Pending
+		if msg != "" {
+			log.Log(context.Background(), level, msg, "stream", ps.Stream, "topic", ps.Topic, "partition", ps.Partition, "pending", ps.Pending)
+		}
+	}
+}
+
+// fail prints err (unless a report already said it) and returns the exit code.
+func (c *command) fail(err error, what string) int {
+	if err == nil {
+		return 0
+	}
+	var ce *app.CheckError
+	switch {
+	case errors.As(err, &ce):
+		fmt.Fprintln(c.stderr, "poller check: failed:", ce.Error())
+	case what != "":
+		fmt.Fprintf(c.stderr, "poller %s: %v\n", what, err)
+	}
+	return 1
+}

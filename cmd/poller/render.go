@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
+)
+
+// render is `poller render`: stdin messages to the object on stdout; what
+// it did goes to stderr.
+func (c *command) render(ctx context.Context) int {
+	cfg, ok := c.loadConfig(ctx)
+	if !ok {
+		return 2
+	}
+	o := app.RenderOptions{Envelope: c.opts.envelope, Stream: c.opts.stream, Topic: c.opts.topic,
+		Partition: uint32(c.opts.partition), FirstOffset: c.opts.offset}
+	if c.opts.at != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.opts.at)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "poller render: -time %q: want RFC 3339, e.g. 2024-03-16T14:02:31Z\n", c.opts.at)
+			return 2
+		}
+		o.Time = t
+	}
+	if f, ok := c.stdin.(*os.File); ok && logging.IsTerminal(f) {
+		fmt.Fprintln(c.stderr, "poller render: reading messages from the terminal, one per line; end with Ctrl-D")
+	}
+	out := bufio.NewWriter(c.stdout)
+	res, err := app.Render(cfg, c.stdin, out, o)
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		fmt.Fprintln(c.stderr, "poller render:", err)
+		return 1
+	}
+	fmt.Fprintf(c.stderr, "rendered %d messages into %d bytes: s3://%s/%s\n", res.Messages, res.Bytes, cfg.Plugin.Bucket, res.Key)
+	if res.InvalidPayloads > 0 {
+		fmt.Fprintf(c.stderr, "note: %d payloads are not valid JSON and were kept as base64 strings (invalid_payload = %q)\n", res.InvalidPayloads, cfg.Plugin.InvalidPayload)
+	}
+	if res.Objects > 1 {
+		fmt.Fprintf(c.stderr, "note: the sink would write these messages as %d objects (rotation); this is all of them in one\n", res.Objects)
+	}
+	return 0
+}

@@ -1,0 +1,309 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+)
+
+// CheckResult is one line of `poller check`: what was checked, what was
+// found, or why it failed.
+type CheckResult struct {
+	Name   string // "iggy", "topic", "s3 bucket", "s3 write", "state table"
+	Detail string // what was found (success) or what was not checked (skip)
+	Err    error  // the failure, already explained
+	Skip   bool   // not checked because an earlier check failed
+}
+
+// String is the line `poller check` prints.
+func (r CheckResult) String() string {
+	switch {
+	case r.Err != nil:
+		return fmt.Sprintf("FAIL  %-12s %v", r.Name, r.Err)
+	case r.Skip:
+		return fmt.Sprintf("skip  %-12s %s", r.Name, r.Detail)
+	default:
+		return fmt.Sprintf("ok    %-12s %s", r.Name, r.Detail)
+	}
+}
+
+// CheckError is returned by Check: the first check that failed.
+type CheckError struct{ First CheckResult }
+
+func (e *CheckError) Error() string { return e.First.Name + ": " + e.First.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.First.Err }
+
+// checkTimeout bounds each group of checks (Iggy, S3, the table), so that
+// a black-holed endpoint fails the check instead of hanging it.
+const checkTimeout = 30 * time.Second
+
+// prober is what the checks need of the object store (*s3store.Uploader).
+type prober interface {
+	ProbeList(ctx context.Context, prefix string) error
+	ProbeWrite(ctx context.Context, key string) error
+}
+
+// tableChecker is what the checks need of the state store (*state.Dynamo).
+type tableChecker interface {
+	Check(ctx context.Context) error
+}
+
+// Check runs every start-up check, calling report with each result in
+// order: Iggy reachable and logged in; each configured stream and topic
+// present; the bucket reachable; writes allowed under the prefix; the state
+// table present. A check that depends on a failed one is skipped. Nothing is
+// created or written. The error is a *CheckError naming the first failure.
+func (s *Sink) Check(ctx context.Context, report func(CheckResult)) error {
+	var first *CheckResult
+	emit := func(r CheckResult) {
+		if r.Err != nil && first == nil {
+			first = &r
+		}
+		report(r)
+	}
+	for _, r := range s.checkIggy(ctx) {
+		emit(r)
+	}
+	for _, r := range s.checkS3(ctx) {
+		emit(r)
+	}
+	emit(s.checkTable(ctx))
+	if first != nil {
+		return &CheckError{First: *first}
+	}
+	return nil
+}
+
+// Preflight runs the checks a run makes before it drains anything: S3 and
+// the state table (the run's own connection checks Iggy, stream and topics
+// first thing). A misconfigured bucket so fails the run at its start rather
+// than when the first object is due.
+func (s *Sink) Preflight(ctx context.Context) error {
+	for _, r := range append(s.checkS3(ctx), s.checkTable(ctx)) {
+		if r.Err != nil {
+			return &CheckError{First: r}
+		}
+	}
+	return nil
+}
+
+// WriteCheck runs Check and prints one line per check to w.
+func (s *Sink) WriteCheck(ctx context.Context, w io.Writer) error {
+	return s.Check(ctx, func(r CheckResult) { fmt.Fprintln(w, r) })
+}
+
+func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	who := fmt.Sprintf("user %q", s.iggy.Username)
+	if s.iggy.Token != "" {
+		who = "a personal access token"
+	}
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		out := []CheckResult{{Name: "iggy", Err: err}}
+		for _, st := range s.Config.Streams {
+			for _, t := range st.Topics {
+				out = append(out, CheckResult{Name: "topic", Skip: true, Detail: st.Stream + "/" + t + ": not checked (no Iggy connection)"})
+			}
+		}
+		return out
+	}
+	defer conn.Close()
+	out := []CheckResult{{Name: "iggy", Detail: fmt.Sprintf("logged in to %s as %s", s.iggy.Address, who)}}
+	for _, st := range s.Config.Streams {
+		for _, name := range st.Topics {
+			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
+			if err != nil {
+				out = append(out, CheckResult{Name: "topic", Err: fmt.Errorf("%w (the sink never creates streams or topics)", err)})
+				continue
+			}
+			var msgs uint64
+			for _, p := range t.Partitions {
+				msgs += p.MessagesCount
+			}
+			out = append(out, CheckResult{Name: "topic", Detail: fmt.Sprintf("%s/%s: %d partitions, %d messages", st.Stream, name, len(t.Partitions), msgs)})
+		}
+	}
+	return out
+}
+
+func (s *Sink) checkS3(ctx context.Context) []CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	p, ok := s.Objects.(prober)
+	if !ok {
+		return []CheckResult{{Name: "s3", Skip: true, Detail: "not checked: the object store is not S3"}}
+	}
+	bucket, where := s.Config.Plugin.Bucket, s.s3Where()
+	prefix := strings.Trim(s.Config.Plugin.Prefix, "/")
+	listPrefix, probeKey := "", s3store.ProbeKeyName
+	if prefix != "" {
+		listPrefix, probeKey = prefix+"/", prefix+"/"+s3store.ProbeKeyName
+	}
+	var out []CheckResult
+	if err := p.ProbeList(ctx, listPrefix); err != nil {
+		out = append(out, CheckResult{Name: "s3 bucket", Err: s.explainS3("list", err)})
+	} else {
+		out = append(out, CheckResult{Name: "s3 bucket", Detail: fmt.Sprintf("s3://%s/%s can be listed (%s)", bucket, listPrefix, where)})
+	}
+	if err := p.ProbeWrite(ctx, probeKey); err != nil {
+		out = append(out, CheckResult{Name: "s3 write", Err: s.explainS3("write", err)})
+	} else {
+		out = append(out, CheckResult{Name: "s3 write", Detail: fmt.Sprintf("may write under s3://%s/%s (a multipart upload started and aborted; nothing written)", bucket, listPrefix)})
+	}
+	return out
+}
+
+func (s *Sink) checkTable(ctx context.Context) CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	tc, ok := s.State.(tableChecker)
+	if !ok {
+		return CheckResult{Name: "state table", Skip: true, Detail: "not checked: the state store is not DynamoDB"}
+	}
+	table := s.Config.Plugin.StateTable
+	if err := tc.Check(ctx); err != nil {
+		return CheckResult{Name: "state table", Err: s.explainDynamo(table, err)}
+	}
+	return CheckResult{Name: "state table", Detail: fmt.Sprintf("%q exists (%s)", table, dynamoWhere(s.Config.Plugin.Region))}
+}
+
+// s3Where says which S3 the sink talks to, for messages.
+func (s *Sink) s3Where() string {
+	if e := s.Config.Plugin.Endpoint; e != "" {
+		return "endpoint " + e
+	}
+	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
+		return "endpoint " + e + " (AWS_ENDPOINT_URL_S3)"
+	}
+	return "AWS S3, region " + s.Config.Plugin.Region
+}
+
+func dynamoWhere(region string) string {
+	if e := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); e != "" {
+		return "endpoint " + e + " (AWS_ENDPOINT_URL_DYNAMODB)"
+	}
+	return "AWS DynamoDB, region " + region
+}
+
+// explainS3 turns an S3 failure into what to fix. The SDK's own text is
+// kept short: a failed request's full error repeats itself.
+func (s *Sink) explainS3(op string, err error) error {
+	bucket := s.Config.Plugin.Bucket
+	code, status := apiCode(err)
+	var why string
+	switch {
+	case code == "NoSuchBucket" || (status == 404 && op == "list" && code == ""):
+		why = fmt.Sprintf("bucket %q does not exist at %s: create it, or fix plugin_config.bucket (SINK_BUCKET)", bucket, s.s3Where())
+	case code == "InvalidAccessKeyId" || code == "XAdminUserNotFound": // the latter: versitygw
+		why = "the server does not know the access key id: check plugin_config.access_key_id (SINK_ACCESS_KEY_ID) or AWS_ACCESS_KEY_ID"
+	case code == "SignatureDoesNotMatch":
+		why = "the secret access key is wrong: check plugin_config.secret_access_key (SINK_SECRET_ACCESS_KEY) or AWS_SECRET_ACCESS_KEY"
+	case code == "AccessDenied" || status == 403:
+		what := "s3:ListBucket on arn:aws:s3:::" + bucket + " for the prefix"
+		if op == "write" {
+			what = "s3:PutObject on arn:aws:s3:::" + bucket + "/" + s.Config.Plugin.Prefix + "*"
+		}
+		why = "access denied: the credentials need " + what
+	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || status == 301:
+		why = fmt.Sprintf("bucket %q is not in region %q: set plugin_config.region (SINK_REGION) to the bucket's region", bucket, s.Config.Plugin.Region)
+	case isCredentialsError(err):
+		why = "no AWS credentials: set plugin_config.access_key_id and secret_access_key (SINK_ACCESS_KEY_ID, SINK_SECRET_ACCESS_KEY), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile or a role"
+	case isNetError(err):
+		why = fmt.Sprintf("no S3 server answers at %s", s.s3Where())
+	default:
+		return fmt.Errorf("s3://%s: %w", bucket, err)
+	}
+	return &explained{msg: why + " (" + shortCause(err, code, status) + ")", err: err}
+}
+
+// explainDynamo turns a state-table failure into what to fix.
+func (s *Sink) explainDynamo(table string, err error) error {
+	code, status := apiCode(err)
+	var why string
+	switch {
+	case errors.Is(err, state.ErrTableMissing):
+		why = fmt.Sprintf("table %q does not exist at %s: deploy the template (it creates the table), fix plugin_config.state_table (SINK_STATE_TABLE), or let `poller once` create it", table, dynamoWhere(s.Config.Plugin.Region))
+	case isCredentialsError(err):
+		why = "DynamoDB needs AWS credentials (plugin_config.access_key_id is for S3 only): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile or a role"
+	case code == "UnrecognizedClientException" || code == "InvalidSignatureException":
+		why = "DynamoDB rejected the AWS credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+	case code == "AccessDeniedException" || status == 403:
+		why = fmt.Sprintf("access denied: the credentials need dynamodb:DescribeTable, GetItem and UpdateItem on table %q", table)
+	case isNetError(err):
+		why = fmt.Sprintf("no DynamoDB answers at %s", dynamoWhere(s.Config.Plugin.Region))
+	default:
+		return err
+	}
+	return &explained{msg: why + " (" + shortCause(err, code, status) + ")", err: err}
+}
+
+// explained is a failure told as what to fix; the SDK's error, which can
+// run to kilobytes, stays reachable with errors.Is/As but out of the text.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+func apiCode(err error) (code string, status int) {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	var s3err *s3store.Error
+	if errors.As(err, &s3err) {
+		status = s3err.Status
+	}
+	var re interface{ HTTPStatusCode() int }
+	if status == 0 && errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	return code, status
+}
+
+func shortCause(err error, code string, status int) string {
+	switch {
+	case code != "" && status != 0:
+		return fmt.Sprintf("HTTP %d %s", status, code)
+	case code != "":
+		return code
+	case status != 0:
+		return fmt.Sprintf("HTTP %d", status)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Error()
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && len(msg)-i < 200 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+func isCredentialsError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to refresh cached credentials") ||
+		strings.Contains(msg, "no EC2 IMDS role found") || strings.Contains(msg, "failed to retrieve credentials")
+}
+
+func isNetError(err error) bool {
+	var oe *net.OpError
+	var dnsErr *net.DNSError
+	return errors.As(err, &oe) || errors.As(err, &dnsErr)
+}

@@ -1,0 +1,258 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+// servers is a broker, versitygw and moto_server with a bucket and a table,
+// and the configuration that points at them.
+type servers struct {
+	broker *iggytest.Broker
+	s3     *testenv.S3
+	moto   *testenv.Moto
+	cfg    map[string]string
+}
+
+func startServers(t *testing.T) *servers {
+	t.Helper()
+	b, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.Seed("app", "logs", 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := testenv.StartVersity(t)
+	s3srv.CreateBucket(t, "checked")
+	moto := testenv.StartMoto(t)
+	if err := state.NewDynamo(moto.DynamoClient(t), "sink-state", nil).EnsureTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The AWS SDK reads these; nothing here may reach a real AWS endpoint.
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": s3srv.AccessKey, "AWS_SECRET_ACCESS_KEY": s3srv.SecretKey,
+		"AWS_ENDPOINT_URL_S3": s3srv.Endpoint, "AWS_ENDPOINT_URL_DYNAMODB": moto.Endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_PROFILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	return &servers{broker: b, s3: s3srv, moto: moto, cfg: map[string]string{
+		"SINK_BUCKET": "checked", "SINK_PREFIX": "iggy", "SINK_STREAM": "app", "SINK_TOPICS": "logs",
+		"SINK_STATE_TABLE": "sink-state", "SINK_MAX_ATTEMPTS": "1", "IGGY_ADDRESS": b.Addr(), "IGGY_CONNECT_TIMEOUT": "2s",
+	}}
+}
+
+// check builds a read-only sink from the servers' configuration with edits
+// and runs Check, returning its lines.
+func (s *servers) check(t *testing.T, edits map[string]string) ([]CheckResult, error) {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range s.cfg {
+		env[k] = v
+	}
+	for k, v := range edits {
+		env[k] = v
+	}
+	cfg := loadEnv(t, env)
+	sink, err := New(context.Background(), cfg, Options{ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	var lines []CheckResult
+	err = sink.Check(context.Background(), func(r CheckResult) { lines = append(lines, r) })
+	return lines, err
+}
+
+func TestCheckAllGood(t *testing.T) {
+	s := startServers(t)
+	lines, err := s.check(t, nil)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	var names []string
+	for _, l := range lines {
+		names = append(names, l.Name)
+		if l.Err != nil || l.Skip {
+			t.Errorf("line %q is not ok", l)
+		}
+	}
+	if got := strings.Join(names, ","); got != "iggy,topic,s3 bucket,s3 write,state table" {
+		t.Errorf("checks = %s", got)
+	}
+	for _, want := range []string{`logged in to ` + s.broker.Addr() + ` as user "iggy"`, "app/logs: 2 partitions, 10 messages", "s3://checked/iggy/", `"sink-state" exists`} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.Contains(l.String(), want)
+		}
+		if !found {
+			t.Errorf("no line says %q", want)
+		}
+	}
+	// The write check writes nothing.
+	out, err := s.s3.Client(t).ListObjectsV2(context.Background(), listInput("checked"))
+	if err != nil || len(out.Contents) != 0 {
+		t.Fatalf("the bucket holds %d objects after check (%v), want none", len(out.Contents), err)
+	}
+	ups, err := s.s3.Client(t).ListMultipartUploads(context.Background(), listUploadsInput("checked"))
+	if err != nil || len(ups.Uploads) != 0 {
+		t.Fatalf("%d multipart uploads left after check (%v), want none", len(ups.Uploads), err)
+	}
+}
+
+// TestCheckNamesEachFailure breaks one thing at a time: Check reports that
+// check as the first failure, with what to fix, and no secret.
+func TestCheckNamesEachFailure(t *testing.T) {
+	s := startServers(t)
+	closed := closedAddr(t)
+	tests := []struct {
+		name   string
+		edits  map[string]string
+		unset  []string
+		first  string
+		want   []string
+		others int // other failing lines expected
+	}{
+		{"bucket missing", map[string]string{"SINK_BUCKET": "no-such-bucket"}, nil,
+			"s3 bucket", []string{`bucket "no-such-bucket" does not exist`, "SINK_BUCKET"}, 1},
+		{"wrong secret", map[string]string{"SINK_ACCESS_KEY_ID": s.s3.AccessKey, "SINK_SECRET_ACCESS_KEY": "wrong-secret-9f3"}, nil,
+			"s3 bucket", []string{"secret access key is wrong", "SINK_SECRET_ACCESS_KEY"}, 1},
+		{"unknown access key", map[string]string{"SINK_ACCESS_KEY_ID": "nobody", "SINK_SECRET_ACCESS_KEY": "x"}, nil,
+			"s3 bucket", []string{"access key id"}, 1},
+		{"no S3 server", map[string]string{"SINK_ENDPOINT": "http://" + closed}, nil,
+			"s3 bucket", []string{"no S3 server answers at endpoint http://" + closed}, 1},
+		{"table missing", map[string]string{"SINK_STATE_TABLE": "sink-stat"}, nil,
+			"state table", []string{`table "sink-stat" does not exist`, "SINK_STATE_TABLE"}, 0},
+		{"DynamoDB without AWS credentials (S3 keys in the sink's own options)",
+			map[string]string{"SINK_ACCESS_KEY_ID": s.s3.AccessKey, "SINK_SECRET_ACCESS_KEY": s.s3.SecretKey},
+			[]string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"},
+			"state table", []string{"DynamoDB needs AWS credentials", "access_key_id is for S3 only"}, 0},
+		{"topic missing", map[string]string{"SINK_TOPICS": "nope"}, nil,
+			"topic", []string{`iggy topic "nope" in stream "app"`, "not found", "never creates"}, 0},
+		{"stream missing", map[string]string{"SINK_STREAM": "nope"}, nil,
+			"topic", []string{`iggy stream "nope"`, "not found"}, 0},
+		{"Iggy unreachable", map[string]string{"IGGY_ADDRESS": closed}, nil,
+			"iggy", []string{"cannot reach Iggy at " + closed}, 0},
+		{"wrong Iggy password", map[string]string{"IGGY_PASSWORD": "not-the-password-77"}, nil,
+			"iggy", []string{"login to " + s.broker.Addr(), `user "iggy"`}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range tc.unset {
+				t.Setenv(k, "")
+			}
+			lines, err := s.check(t, tc.edits)
+			var ce *CheckError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Check = %v, want a *CheckError", err)
+			}
+			if ce.First.Name != tc.first {
+				t.Fatalf("first failure %q, want %q: %v", ce.First.Name, tc.first, ce)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(ce.Error(), want) {
+					t.Errorf("%q lacks %q", ce.Error(), want)
+				}
+			}
+			failed := 0
+			for _, l := range lines {
+				if l.Err != nil {
+					failed++
+				}
+				for _, secret := range []string{"wrong-secret-9f3", "not-the-password-77", s.s3.SecretKey} {
+					if strings.Contains(l.String(), secret) {
+						t.Errorf("line %q shows a secret", l)
+					}
+				}
+			}
+			if failed != 1+tc.others {
+				t.Errorf("%d failing lines, want %d:\n%s", failed, 1+tc.others, joinLines(lines))
+			}
+			if len(ce.Error()) > 400 {
+				t.Errorf("the failure is %d characters long; want one short line: %s", len(ce.Error()), ce.Error())
+			}
+		})
+	}
+}
+
+// TestPreflightFailsAtStart: a run's start-up check catches what only the
+// first object would otherwise have met.
+func TestPreflightFailsAtStart(t *testing.T) {
+	s := startServers(t)
+	env := map[string]string{}
+	for k, v := range s.cfg {
+		env[k] = v
+	}
+	env["SINK_BUCKET"] = "no-such-bucket"
+	sink, err := New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sink.Preflight(context.Background())
+	var ce *CheckError
+	if !errors.As(err, &ce) || ce.First.Name != "s3 bucket" || !strings.Contains(err.Error(), "no-such-bucket") {
+		t.Fatalf("Preflight = %v, want the missing bucket named", err)
+	}
+	env["SINK_BUCKET"] = "checked"
+	sink, err = New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Preflight(context.Background()); err != nil {
+		t.Fatalf("Preflight with everything in place: %v", err)
+	}
+}
+
+// TestNewCreatesTheTableLoudly: the poller creates a missing table, and
+// says so in a warning (a typo would otherwise start from empty state).
+func TestNewCreatesTheTableLoudly(t *testing.T) {
+	s := startServers(t)
+	env := map[string]string{}
+	for k, v := range s.cfg {
+		env[k] = v
+	}
+	env["SINK_STATE_TABLE"] = "fresh-table"
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := New(context.Background(), loadEnv(t, env), Options{CreateTable: true, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "fresh-table") {
+		t.Fatalf("no warning names the created table:\n%s", logs.String())
+	}
+	// Without CreateTable (the Lambda) a missing table is an error naming it.
+	env["SINK_STATE_TABLE"] = "other-table"
+	_, err := New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), `"other-table" does not exist`) {
+		t.Fatalf("New without CreateTable = %v", err)
+	}
+}
+
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func joinLines(lines []CheckResult) string {
+	var b strings.Builder
+	for _, l := range lines {
+		io.WriteString(&b, l.String()+"\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+const sourcedTOML = `
+[[streams]]
+stream = "orders"
+topics = ["created"]
+
+[plugin_config]
+bucket = "from-file"
+region = "eu-west-1"
+compression = "zstd"
+
+[transforms.delete_fields]
+enabled = true
+fields = ["password"]
+`
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func checkSourced(t *testing.T, ref string, env map[string]string, base string) {
+	t.Helper()
+	cfg, err := LoadConfig(context.Background(), ref, base, envOf(env))
+	if err != nil {
+		t.Fatalf("LoadConfig(%q): %v", ref, err)
+	}
+	if cfg.Plugin.Compression != "zstd" || len(cfg.Transforms) != 1 || cfg.Streams[0].Stream != "orders" {
+		t.Fatalf("LoadConfig(%q) did not read the file: %+v", ref, cfg.Plugin)
+	}
+	// The environment still overrides the file.
+	if cfg.Plugin.Bucket != "from-env" {
+		t.Fatalf("bucket %q: the environment must win over the file", cfg.Plugin.Bucket)
+	}
+}
+
+func TestLoadConfigBundledPath(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "examples"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "examples", "sink.toml"), []byte(sourcedTOML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SINK_BUCKET": "from-env"}
+	checkSourced(t, "examples/sink.toml", env, root)                       // relative to the package
+	checkSourced(t, filepath.Join(root, "examples", "sink.toml"), env, "") // a plain path
+	_, err := LoadConfig(context.Background(), "examples/missing.toml", root, envOf(env))
+	if err == nil || !strings.Contains(err.Error(), "CONFIG_FILE=examples/missing.toml sam build") {
+		t.Fatalf("a file missing from the package: %v; want the build hint", err)
+	}
+}
+
+func TestLoadConfigFromS3(t *testing.T) {
+	srv := testenv.StartVersity(t)
+	srv.CreateBucket(t, "configs")
+	_, err := srv.Client(t).PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: aws.String("configs"), Key: aws.String("sinks/orders.toml"), Body: strings.NewReader(sourcedTOML)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As on Lambda: the default AWS credentials and region.
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	checkSourced(t, "s3://configs/sinks/orders.toml", map[string]string{"SINK_BUCKET": "from-env"}, "")
+
+	// Or the sink's own S3 settings from the environment.
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	checkSourced(t, "s3://configs/sinks/orders.toml", map[string]string{"SINK_BUCKET": "from-env",
+		"SINK_ENDPOINT": srv.Endpoint, "SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}, "")
+
+	for ref, want := range map[string]string{
+		"s3://configs/nope.toml": "s3://configs/nope.toml",
+		"s3://configs":           "want s3://bucket/key",
+	} {
+		_, err := LoadConfig(context.Background(), ref, "", envOf(map[string]string{"SINK_ENDPOINT": srv.Endpoint,
+			"SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadConfig(%q) = %v, want an error naming %q", ref, err, want)
+		}
+	}
+}
+
+func TestLoadConfigFromSSM(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "moto")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ENDPOINT_URL_SSM", moto.Endpoint)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	client := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(moto.Endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("moto", "moto-secret", "")})
+	for name, typ := range map[string]ssmtypes.ParameterType{"/iggy/sink": ssmtypes.ParameterTypeString, "/iggy/secure": ssmtypes.ParameterTypeSecureString} {
+		_, err := client.PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(sourcedTOML), Type: typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSourced(t, "ssm:"+name, map[string]string{"SINK_BUCKET": "from-env"}, "")
+	}
+	_, err := LoadConfig(context.Background(), "ssm:/iggy/none", "", envOf(map[string]string{"SINK_BUCKET": "b"}))
+	if err == nil || !strings.Contains(err.Error(), "ssm:/iggy/none") || !strings.Contains(err.Error(), "ParameterNotFound") {
+		t.Fatalf("missing parameter: %v", err)
+	}
+}

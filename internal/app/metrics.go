@@ -1,0 +1,52 @@
+package app
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
+)
+
+// DefaultNamespace is the CloudWatch namespace when none is configured.
+const DefaultNamespace = "IggyS3Sink"
+
+// EMF writes each run's metrics as CloudWatch embedded-metric-format lines
+// (one per partition, one for the run): a drain.RunHook for the Lambda,
+// whose stdout CloudWatch reads, and for the poller with -metrics.
+type EMF struct {
+	W         io.Writer
+	Namespace string // "" = DefaultNamespace
+	Function  string // the Function dimension
+	Logger    *slog.Logger
+}
+
+// OnRunEnd implements drain.RunHook.
+func (e *EMF) OnRunEnd(sum *drain.Summary, err error) {
+	run := metrics.Run{Function: e.Function, Failed: err != nil}
+	if sum != nil {
+		run.Duration = time.Duration(sum.DurationMS) * time.Millisecond
+		for _, p := range sum.Partitions {
+			run.Partitions = append(run.Partitions, metrics.Partition{
+				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,
+				Objects: p.Objects, Messages: p.Messages, Bytes: p.Bytes, Lag: p.Lag,
+				GapMessages: p.GapMessages(), InvalidPayloads: p.InvalidPayloads, MalformedHeaders: p.MalformedHeaders,
+				Retries: p.Retries,
+			})
+		}
+	}
+	e.Write(run)
+}
+
+// Write writes one run's lines; a write error is logged, never returned:
+// metrics must not fail a run.
+func (e *EMF) Write(run metrics.Run) {
+	ns := e.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if err := metrics.WriteEMF(e.W, ns, time.Now(), run); err != nil && e.Logger != nil {
+		e.Logger.Warn("writing metrics failed", "error", err.Error())
+	}
+}

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+// CleanupTimeout bounds each cleanup step of a run after its context ends:
+// releasing the leases, then leaving the groups. A caller with a hard
+// deadline (the Lambda) keeps back at least twice this.
+const CleanupTimeout = 2 * time.Second
+
+// DrainOptions translates the configuration into the options every run
+// takes: the one place where configuration values become typed run
+// options. keepLimit ≤ 0 means multipart_threshold.
+func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) drain.Options {
+	pc := &cfg.Plugin
+	format, comp := batch.Format(pc.OutputFormat), batch.Compression(pc.Compression)
+	rot := batch.Rotation{MaxAge: pc.MaxFileAge, MaxMessages: pc.MaxMessagesPerFile}
+	if pc.FileRotation != "messages" {
+		rot.MaxBytes = pc.MaxFileSize // max_messages_per_file, when set, caps the count too
+	}
+	if keepLimit <= 0 {
+		keepLimit = pc.MultipartThreshold
+	}
+	streams := make([]drain.Stream, len(cfg.Streams))
+	for i, s := range cfg.Streams {
+		streams[i] = drain.Stream{Name: s.Stream, Topics: s.Topics, Group: s.ConsumerGroup, Schema: s.Schema, BatchLength: s.BatchLength}
+	}
+	return drain.Options{
+		Streams: streams,
+		Names:   keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(format, comp)),
+		Records: batch.Options{Format: format, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
+			InvalidPayload: pc.InvalidPayload, Transformer: tr},
+		Compression:          comp,
+		Rotation:             rot,
+		KeepLimit:            keepLimit,
+		Lease:                pc.LeaseDuration,
+		DeadlineMargin:       pc.DeadlineMargin,
+		PartitionConcurrency: pc.PartitionConcurrency,
+		CleanupTimeout:       CleanupTimeout,
+	}
+}

@@ -1,0 +1,63 @@
+package devenv
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPickPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := ln.Addr().(*net.TCPAddr).Port
+	got, err := pickPort(busy)
+	if err != nil || got == busy || got == 0 {
+		t.Fatalf("pickPort(busy %d) = %d, %v; want another free port", busy, got, err)
+	}
+	ln.Close()
+	if got, err := pickPort(busy); err != nil || got != busy {
+		t.Fatalf("pickPort(free %d) = %d, %v; want it", busy, got, err)
+	}
+}
+
+func TestFindToolPrefersRepoBin(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, ".bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(bin, "sh")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FindTool(root, "sh"); err != nil || got != tool {
+		t.Fatalf("FindTool = %q, %v; want %q", got, err, tool)
+	}
+	_, err := FindTool(root, "no-such-tool-4711")
+	if err == nil || !strings.Contains(err.Error(), "make local") {
+		t.Fatalf("missing tool: %v", err)
+	}
+}
+
+func TestEnvFile(t *testing.T) {
+	s := &Stack{S3Endpoint: "http://127.0.0.1:9000", DynamoEndpoint: "http://127.0.0.1:8000", IggyAddr: "127.0.0.1:8090",
+		Bucket: "iggy-local", Table: "iggy-s3-sink-state", Seed: Seed{Stream: "app", Topic: "logs", Partitions: 4, Messages: 1000}}
+	path := filepath.Join(t.TempDir(), "local.env")
+	if err := s.WriteEnvFile(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"export AWS_ACCESS_KEY_ID=iggy-local\n", "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000\n",
+		"export AWS_ENDPOINT_URL_S3=http://127.0.0.1:9000\n", "export IGGY_ADDRESS=127.0.0.1:8090\n", "export SINK_BUCKET=iggy-local\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("local.env lacks %q:\n%s", want, data)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package drain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+// adopt looks in S3 for objects of this partition's generation that follow
+// the state's position (or start at offset 0) one after the other, and
+// returns the last offset they cover. A new or restored state table finds
+// there what earlier runs archived, so nothing is archived twice. It stops
+// at the first hole or overlap: what lies beyond is left to the audit.
+func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err error) {
+	type listed struct {
+		keys.Name
+		key string
+	}
+	var ranges []listed
+	voided := map[string]bool{}
+	prefix := c.names.ListPrefix()
+	err = c.p.r.Objects.List(ctx, prefix, func(key string, _ int64) error {
+		n, ok := keys.ParseName(key)
+		if !ok || n.Partition != c.p.info.ID || n.Generation != c.st.Generation {
+			return nil
+		}
+		if n.Void {
+			if k, ok := keys.Voided(key); ok {
+				voided[k] = true
+			}
+			return nil
+		}
+		ranges = append(ranges, listed{n, key})
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("list %q for objects the state does not know: %w", prefix, err)
+	}
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i].First < ranges[j].First })
+	next := uint64(0)
+	if c.st.HasWritten {
+		next = c.st.LastWritten + 1
+	}
+	for _, r := range ranges {
+		switch {
+		case voided[r.key] || r.Last < next:
+			continue
+		case r.First != next:
+			return end, found, nil
+		}
+		end, found, next = r.Last, true, r.Last+1
+	}
+	if found {
+		c.p.log.Info("adopted objects already in S3 beyond the state's position", "last", end)
+	}
+	return end, found, nil
+}

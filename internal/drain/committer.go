@@ -1,0 +1,330 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+)
+
+// committer runs the delivery protocol of one partition (DESIGN.md) and is
+// the only owner of the partition's state: every state write goes through
+// it, in this order.
+//
+//	start:       incarnation -> recover the unfinished intent -> position
+//	each object: intent -> upload (create-only) -> written (+ the next
+//	             object's intent, one write) -> store the group's offset
+//	end:         release the lease
+//
+// The objects come from the reader in offset order; an object is marked
+// written only when the next one is known, so that in steady state one
+// conditional write both closes an object and opens the next.
+type committer struct {
+	p     *partition
+	st    state.State // the one copy of the partition's state
+	ps    *PartitionSummary
+	names keys.PartitionNamer // of st.Generation
+	enc   *batch.Encoder      // re-renders ranges (streamed objects, recovery)
+	zbuf  []byte
+	// stored is the group's offset as last read or stored (valid if hasStored).
+	stored    uint64
+	hasStored bool
+	// lastWrite is when a state write last extended the lease; renewFail
+	// when a renewal last failed (zero if the last one succeeded). Leases
+	// run on the wall clock, as the state store's do, whatever Runner.Now says.
+	lastWrite, renewFail time.Time
+}
+
+func newCommitter(p *partition, st state.State, ps *PartitionSummary) (*committer, error) {
+	enc, err := p.encoder()
+	if err != nil {
+		return nil, err
+	}
+	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
+	return &committer{p: p, st: st, ps: ps, names: names, enc: enc, lastWrite: time.Now()}, nil
+}
+
+// start brings the state up to date and returns the first offset to read.
+func (c *committer) start(ctx context.Context) (uint64, error) {
+	stored, has, err := c.p.conn.StoredOffset(ctx, c.p.topic, c.p.info.ID)
+	if err != nil {
+		return 0, err
+	}
+	c.stored, c.hasStored = stored, has
+	if err := c.incarnation(ctx); err != nil {
+		return 0, err
+	}
+	if c.st.Intent != nil {
+		if err := c.recover(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return c.position(ctx)
+}
+
+// incarnation compares the partition's creation time with the one the state
+// recorded. A partition deleted and re-created under the same name starts
+// again at offset 0: it becomes a new generation whose objects are named
+// apart. A new creation time with the group's offsets still in range is the
+// same partition (a server that reports its times differently): adopted.
+func (c *committer) incarnation(ctx context.Context) error {
+	cur := c.p.info.CreatedAt
+	if cur == 0 || cur == c.st.Incarnation {
+		return nil
+	}
+	recreated := c.st.Incarnation != 0 && c.st.HasWritten &&
+		(!c.hasStored || c.stored > c.p.info.CurrentOffset || c.st.LastWritten > c.p.info.CurrentOffset)
+	if !recreated {
+		return c.write(ctx, "", func(st state.State) (state.State, error) {
+			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
+		})
+	}
+	c.p.log.Warn("partition was deleted and re-created in Iggy: archiving the new one from offset 0 as a new generation",
+		"recorded_created_at", c.st.Incarnation, "created_at", cur, "generation", c.st.Generation+1)
+	if in := c.st.Intent; in != nil {
+		if err := c.retire(ctx, *in); err != nil {
+			return err
+		}
+	}
+	if err := c.write(ctx, "", func(st state.State) (state.State, error) {
+		return c.p.r.State.Reset(ctx, st, cur, c.p.r.Options.Lease)
+	}); err != nil {
+		return err
+	}
+	c.names = c.names.Generation(c.st.Generation)
+	c.ps.Recreated, c.ps.Generation = true, c.st.Generation
+	if c.hasStored && c.stored > c.p.info.CurrentOffset {
+		c.hasStored = false // an offset of the old incarnation
+	}
+	return nil
+}
+
+// recover finishes the object a previous run recorded but did not complete:
+// its bytes are a pure function of the range and the configuration, so it
+// is re-rendered and written again under its key. When it cannot be (Iggy
+// deleted part of the range, or the format changed), it is settled.
+func (c *committer) recover(ctx context.Context) error {
+	in := *c.st.Intent
+	c.ps.Recovered = true
+	c.p.log.Info("recovering an unfinished object", "first", in.First, "last", in.Last, "key", in.ObjectKey)
+	s := &sealed{first: in.First, last: in.Last, gap: isGapKey(in.ObjectKey), done: func() {}}
+	if !s.gap && !strings.HasSuffix(in.ObjectKey, "."+c.p.r.Options.Names.Ext()) {
+		return c.settle(ctx, in, nil)
+	}
+	w, err := c.upload(ctx, s)
+	var miss *missingError
+	if errors.As(err, &miss) {
+		return c.settle(ctx, in, miss)
+	}
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
+	}
+	return c.complete(ctx, s, w, nil)
+}
+
+// settle ends an intent that cannot be re-rendered. If the object reached S3
+// before, only the bookkeeping is missing. If not, its key is fenced off
+// (void) so that a stalled writer can never still put it there, and the
+// range is read again; what Iggy deleted meanwhile (miss) is a gap.
+func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingError) error {
+	size, exists, err := c.void(ctx, in)
+	if err != nil {
+		return err
+	}
+	if exists {
+		w := Written{Key: in.ObjectKey, First: in.First, Last: in.Last, Messages: in.Last - in.First + 1, Bytes: uint64(size), Existed: true}
+		return c.complete(ctx, &sealed{first: in.First, last: in.Last, done: func() {}}, w, nil)
+	}
+	if err := c.write(ctx, "", func(st state.State) (state.State, error) {
+		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
+	}); err != nil {
+		return err
+	}
+	if miss == nil {
+		return nil
+	}
+	// Retention removes the oldest messages first: everything from the
+	// intent's start to the first message left is gone.
+	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, gap: true, done: func() {}}
+	if err := c.setIntent(ctx, gap); err != nil {
+		return err
+	}
+	w, err := c.upload(ctx, gap)
+	if err != nil {
+		return err
+	}
+	return c.complete(ctx, gap, w, nil)
+}
+
+// retire ends the old incarnation's unfinished object before a reset: kept
+// if it reached S3, else fenced off and reported as a gap of the old
+// generation (its messages were deleted with the partition).
+func (c *committer) retire(ctx context.Context, in state.Intent) error {
+	_, exists, err := c.void(ctx, in)
+	if err != nil || exists {
+		if err == nil {
+			err = c.write(ctx, "", func(st state.State) (state.State, error) {
+				return c.p.r.State.Complete(ctx, st, state.Done{Messages: in.Last - in.First + 1}, c.p.r.Options.Lease)
+			})
+		}
+		return err
+	}
+	if _, err := c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, reasonRecreated); err != nil {
+		return err
+	}
+	return c.write(ctx, "", func(st state.State) (state.State, error) {
+		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
+	})
+}
+
+// position returns the first offset to read: after the later of the
+// group's stored offset and the state's position. When the state is behind
+// (a new or restored state table), the objects already in S3 beyond it are
+// adopted, so nothing is archived twice; the group's offset never moves back.
+func (c *committer) position(ctx context.Context) (uint64, error) {
+	lw, has := c.st.LastWritten, c.st.HasWritten
+	switch {
+	case has && (!c.hasStored || c.stored < lw):
+		return lw + 1, c.storeOffset(ctx, lw)
+	case has && c.stored == lw:
+		return lw + 1, nil
+	case c.hasStored:
+		if err := c.skipTo(ctx, c.stored); err != nil {
+			return 0, err
+		}
+	}
+	end, found, err := c.adopt(ctx)
+	if err != nil || !found {
+		if c.st.HasWritten {
+			return c.st.LastWritten + 1, err
+		}
+		return 0, err
+	}
+	if err := c.skipTo(ctx, end); err != nil {
+		return 0, err
+	}
+	return end + 1, c.storeOffset(ctx, end)
+}
+
+// run writes the objects the reader hands over, in order, until the reader
+// is done, the run is out of time, or the partition moves.
+func (c *committer) run(ctx context.Context, objects <-chan *sealed) error {
+	cur, err := c.receive(ctx, objects)
+	for cur != nil && err == nil {
+		cur, err = c.step(ctx, cur, objects)
+	}
+	return err
+}
+
+// step writes cur and returns the object after it, nil when there is none.
+func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *sealed) (*sealed, error) {
+	if c.st.Intent == nil {
+		if c.p.outOfTime(ctx) {
+			c.leave(cur, stopDeadline)
+			return nil, nil
+		}
+		if err := c.setIntent(ctx, cur); err != nil {
+			return nil, err
+		}
+	}
+	w, err := c.upload(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	next, rerr := c.receive(ctx, objects)
+	if next != nil && c.p.outOfTime(ctx) {
+		c.leave(next, stopDeadline)
+		next = nil
+	}
+	if err := c.complete(ctx, cur, w, next); err != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	if c.ps.Stopped != "" {
+		return nil, rerr
+	}
+	return next, rerr
+}
+
+// leave drops an object the run will not write: its messages stay in Iggy
+// for a later run.
+func (c *committer) leave(s *sealed, why string) {
+	c.ps.Stopped = why
+	if n := s.messages(); n > 0 {
+		c.ps.Pending += n
+		t := time.UnixMicro(int64(s.ts)).UTC()
+		c.ps.PendingSince = &t
+	}
+	s.done()
+}
+
+// setIntent records the object s is about to become.
+func (c *committer) setIntent(ctx context.Context, s *sealed) error {
+	return c.write(ctx, StepIntent, func(st state.State) (state.State, error) {
+		return c.p.r.State.SetIntent(ctx, st, c.intentFor(s), c.p.r.Options.Lease)
+	})
+}
+
+// complete marks cur written (recording next's intent in the same write
+// when there is a next) and then stores the group's offset.
+func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *sealed) error {
+	if err := c.p.hook(StepUploaded); err != nil {
+		return err
+	}
+	d := state.Done{Messages: w.Messages, Bytes: w.Bytes}
+	if cur.gap {
+		d = state.Done{GapMessages: cur.last - cur.first + 1}
+	}
+	if next != nil {
+		in := c.intentFor(next)
+		d.Next = &in
+	}
+	if err := c.write(ctx, StepStateWritten, func(st state.State) (state.State, error) {
+		return c.p.r.State.Complete(ctx, st, d, c.p.r.Options.Lease)
+	}); err != nil {
+		return err
+	}
+	c.ps.wrote(w)
+	for _, h := range c.p.r.hooks.objects {
+		h.OnObject(c.p.bp, w)
+	}
+	if next != nil {
+		if err := c.p.hook(StepIntent); err != nil {
+			return err
+		}
+	}
+	if err := c.p.hook(StepBeforeStore); err != nil {
+		return err
+	}
+	if err := c.storeOffset(ctx, cur.last); err != nil {
+		return err
+	}
+	return c.p.hook(StepStored)
+}
+
+// storeOffset stores last as the group's offset, never moving it back, and
+// only while the lease is ours: once it lapses, the next owner stores it.
+func (c *committer) storeOffset(ctx context.Context, last uint64) error {
+	if c.hasStored && c.stored >= last {
+		return nil
+	}
+	if time.Now().After(c.st.LeaseExpires) {
+		return fmt.Errorf("lease expired at %s before offset %d was stored; the partition's next owner stores it", c.st.LeaseExpires.Format(time.RFC3339Nano), last)
+	}
+	err := c.p.conn.StoreOffset(ctx, c.p.topic, c.p.info.ID, last)
+	if errors.Is(err, source.ErrNotOwner) {
+		c.p.log.Info("partition moved to another member before its offset was stored; its next owner stores it", "offset", last)
+		c.ps.Stopped = stopMoved
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.stored, c.hasStored = last, true
+	return nil
+}

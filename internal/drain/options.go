@@ -1,0 +1,77 @@
+package drain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+// Options is everything a run takes from the configuration. The caller
+// fills every field, defaults included (internal/app translates the
+// configuration once); the run applies no default of its own.
+type Options struct {
+	// Streams are the streams and topics to drain.
+	Streams []Stream
+	// Names names objects, gap markers and listing prefixes.
+	Names *keys.Namer
+	// Records says how messages become records: format, metadata, headers,
+	// invalid payloads, transforms. Its Schema is replaced by each stream's.
+	Records batch.Options
+	// Compression wraps whole objects.
+	Compression batch.Compression
+	// Rotation decides where objects end.
+	Rotation batch.Rotation
+	// KeepLimit is the largest object built in memory; a larger one is
+	// re-read from Iggy and streamed as a multipart upload.
+	KeepLimit int64
+	// Lease is how long a partition's lease lasts; it is renewed every third
+	// of it, and writing stops when a renewal fails for too long.
+	Lease time.Duration
+	// DeadlineMargin: no object is started with less than this left before
+	// the run's deadline.
+	DeadlineMargin time.Duration
+	// PartitionConcurrency is how many partitions are drained at once.
+	PartitionConcurrency int
+	// CleanupTimeout bounds each cleanup step after the run's context ends:
+	// releasing the leases, then leaving the groups.
+	CleanupTimeout time.Duration
+}
+
+// Stream is one configured stream and how its topics are read.
+type Stream struct {
+	Name        string
+	Topics      []string
+	Group       string // consumer group, one per topic
+	Schema      string // payload schema: json, text, raw, ...
+	BatchLength uint32 // messages per poll
+}
+
+// Validate reports the first field that cannot work, naming it.
+func (o *Options) Validate() error {
+	switch {
+	case o.Names == nil:
+		return errors.New("drain: options: Names is nil")
+	case o.KeepLimit < 0:
+		return fmt.Errorf("drain: options: KeepLimit %d is negative", o.KeepLimit)
+	case o.Lease < time.Millisecond:
+		return fmt.Errorf("drain: options: Lease %s is below 1ms", o.Lease)
+	case o.DeadlineMargin < 0:
+		return fmt.Errorf("drain: options: DeadlineMargin %s is negative", o.DeadlineMargin)
+	case o.PartitionConcurrency < 1:
+		return fmt.Errorf("drain: options: PartitionConcurrency %d is below 1", o.PartitionConcurrency)
+	case o.CleanupTimeout <= 0:
+		return fmt.Errorf("drain: options: CleanupTimeout %s is not positive", o.CleanupTimeout)
+	}
+	for _, s := range o.Streams {
+		if s.BatchLength == 0 {
+			return fmt.Errorf("drain: options: stream %q has BatchLength 0", s.Name)
+		}
+		if s.Group == "" {
+			return fmt.Errorf("drain: options: stream %q has no consumer group", s.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+)
+
+// sealed is one object the reader finished, or a gap it found, handed to
+// the committer in offset order.
+type sealed struct {
+	first, last uint64
+	// ts is the server time of the first message (of the message after the
+	// gap, for a gap): it places the object in the path template.
+	ts uint64
+	// acc holds the records (or, spilled, only their count); nil for a gap.
+	acc *batch.Accumulator
+	gap bool
+	// done gives the accumulator back once the object is uploaded.
+	done func()
+}
+
+func (s *sealed) messages() uint64 {
+	if s.acc == nil {
+		return 0
+	}
+	return uint64(s.acc.Len())
+}
+
+// readResult is what the reader left behind.
+type readResult struct {
+	pending        uint64
+	pendingSince   uint64 // server time of the first pending message
+	invalid        uint64
+	malformed      uint64
+	malformedAt    *uint64
+	stoppedBecause string
+	err            error
+}
+
+func (res readResult) report(ps *PartitionSummary) {
+	ps.Pending += res.pending
+	if res.pending > 0 && ps.PendingSince == nil {
+		t := time.UnixMicro(int64(res.pendingSince)).UTC()
+		ps.PendingSince = &t
+	}
+	ps.InvalidPayloads, ps.MalformedHeaders, ps.MalformedHeadersAt = res.invalid, res.malformed, res.malformedAt
+	if ps.Stopped == "" {
+		ps.Stopped = res.stoppedBecause
+	}
+}
+
+// reader polls one partition from a start offset, accumulates records and
+// seals objects by the rotation rules; it owns no state but its position.
+type reader struct {
+	p   *partition
+	enc *batch.Encoder
+	// free holds the partition's own accumulator while no object uses it;
+	// readAhead is the run's one extra slot (see Runner.fanOut).
+	free      chan *batch.Accumulator
+	readAhead chan struct{}
+	res       readResult
+}
+
+func newReader(p *partition, readAhead chan struct{}) (*reader, error) {
+	enc, err := p.encoder()
+	if err != nil {
+		return nil, err
+	}
+	rd := &reader{p: p, enc: enc, free: make(chan *batch.Accumulator, 1), readAhead: readAhead}
+	rd.free <- rd.newAccumulator()
+	return rd, nil
+}
+
+func (rd *reader) newAccumulator() *batch.Accumulator {
+	o := &rd.p.r.Options
+	return batch.NewAccumulator(rd.enc, o.Rotation, o.KeepLimit)
+}
+
+// take returns an empty accumulator: the partition's own when it is free,
+// else the run's read-ahead slot when that is free, else it waits for its own.
+func (rd *reader) take(ctx context.Context) (*batch.Accumulator, func(), error) {
+	own := func(a *batch.Accumulator) (*batch.Accumulator, func(), error) {
+		return a, func() { a.Reset(); rd.free <- a }, nil
+	}
+	select {
+	case a := <-rd.free:
+		return own(a)
+	default:
+	}
+	select {
+	case rd.readAhead <- struct{}{}:
+		return rd.newAccumulator(), func() { <-rd.readAhead }, nil
+	default:
+	}
+	select {
+	case a := <-rd.free:
+		return own(a)
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+}
+
+// run reads from next until the partition is drained, the run is out of
+// time, the partition moves, or ctx ends; it closes out when it returns.
+func (rd *reader) run(ctx context.Context, next uint64, out chan<- *sealed) readResult {
+	defer close(out)
+	acc, done, err := rd.take(ctx)
+	if err == nil {
+		err = rd.loop(ctx, next, &acc, &done, out)
+	}
+	if acc != nil && acc.Len() > 0 {
+		rd.res.pending, rd.res.pendingSince = uint64(acc.Len()), acc.FirstTimestamp()
+	}
+	rd.res.invalid, rd.res.malformed = rd.enc.InvalidPayloads(), rd.enc.MalformedHeaders()
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	rd.res.err = err
+	return rd.res
+}
+
+// errStop ends the loop without an error; res.stoppedBecause says why.
+var errStop = errors.New("reader stopped")
+
+func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) error {
+	var msgs []batch.Message
+	for {
+		if rd.p.outOfTime(ctx) {
+			rd.res.stoppedBecause = stopDeadline
+			return errStop
+		}
+		var owned bool
+		var err error
+		msgs, owned, err = rd.p.conn.Poll(ctx, rd.p.topic, rd.p.info.ID, next, rd.p.stream.BatchLength, msgs[:0])
+		if errors.Is(err, source.ErrNotOwner) {
+			rd.res.stoppedBecause = stopMoved
+			return errStop
+		}
+		if err != nil {
+			return err
+		}
+		if err := rd.p.hook(StepPolled); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			if (*acc).Len() > 0 && (*acc).Due(rd.p.r.now()) {
+				return rd.seal(ctx, acc, done, out, false)
+			}
+			if !owned && (*acc).Len() > 0 {
+				rd.res.stoppedBecause = stopMoved
+			}
+			return nil
+		}
+		if next, err = rd.add(ctx, msgs, next, acc, done, out); err != nil {
+			return err
+		}
+	}
+}
+
+// add puts polled messages into objects, sealing each full one and
+// reporting a gap wherever offsets jump (Iggy deleted them).
+func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) (uint64, error) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Offset < next {
+			continue
+		}
+		if m.Offset > next {
+			if err := rd.seal(ctx, acc, done, out, true); err != nil {
+				return next, err
+			}
+			if err := rd.send(ctx, out, &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, done: func() {}}); err != nil {
+				return next, err
+			}
+			next = m.Offset
+		}
+		added, err := (*acc).Add(m)
+		if err != nil {
+			// invalid_payload = "fail": keep what came before, then stop here.
+			return next, errors.Join(err, rd.seal(ctx, acc, done, out, false))
+		}
+		if !added {
+			if err := rd.seal(ctx, acc, done, out, true); err != nil {
+				return next, err
+			}
+			if added, err = (*acc).Add(m); err != nil || !added {
+				return next, errors.Join(err, fmt.Errorf("internal error: an empty object refused offset %d", m.Offset))
+			}
+		}
+		rd.noteHeaders(m)
+		next = m.Offset + 1
+		if (*acc).Full() {
+			if err := rd.seal(ctx, acc, done, out, true); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// seal hands the accumulated object to the committer and, when more is to
+// be read, takes an empty accumulator.
+func (rd *reader) seal(ctx context.Context, acc **batch.Accumulator, done *func(), out chan<- *sealed, more bool) error {
+	a := *acc
+	if a.Len() == 0 {
+		return nil
+	}
+	s := &sealed{first: a.First(), last: a.Last(), ts: a.FirstTimestamp(), acc: a, done: *done}
+	if err := rd.send(ctx, out, s); err != nil {
+		return err // the object stays with the reader: its messages are pending
+	}
+	*acc, *done = nil, nil
+	if !more {
+		return nil
+	}
+	var err error
+	*acc, *done, err = rd.take(ctx)
+	return err
+}
+
+func (rd *reader) send(ctx context.Context, out chan<- *sealed, s *sealed) error {
+	select {
+	case out <- s:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// noteHeaders remembers the first offset whose user headers were malformed.
+func (rd *reader) noteHeaders(m *batch.Message) {
+	if rd.res.malformedAt == nil && rd.enc.MalformedHeaders() > 0 {
+		off := m.Offset
+		rd.res.malformedAt = &off
+	}
+}

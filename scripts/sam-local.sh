@@ -81,7 +81,8 @@ cleanup() {
 	local rc=$? i
 	set +e
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
-	for img in "${CREATED_IMAGES[@]}"; do docker image rm -f "$img" >/dev/null 2>&1; done
+	# SAM's derived image first: it is built on the base.
+	for ((i = ${#CREATED_IMAGES[@]} - 1; i >= 0; i--)); do docker image rm -f "${CREATED_IMAGES[i]}" >/dev/null 2>&1; done
 	if [[ -n $DOCKERD_PID ]]; then
 		stop_pid "$DOCKERD_PID"
 		# Overlay mounts of a dockerd that died hard would keep the work directory busy.
@@ -258,7 +259,14 @@ base_image() {
 	for l in sh mv chmod cp rm ls cat env mkdir; do ln -s busybox "$fs/bin/$l"; done
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$fs/etc/passwd"
 	echo 'root:x:0:' >"$fs/etc/group"
-	docker image inspect "$OFFLINE_IMAGE" >/dev/null 2>&1 || [[ -n $DOCKERD_PID ]] || CREATED_IMAGES+=("$OFFLINE_IMAGE")
+	# In an engine this script did not start, remove afterwards what it adds: the base image, and
+	# the image SAM derives from it (same repository, tag rapid-ARCH).
+	local img
+	if [[ -z $DOCKERD_PID ]]; then
+		for img in "$OFFLINE_IMAGE" "${OFFLINE_IMAGE%:*}:rapid-$ARCH"; do
+			docker image inspect "$img" >/dev/null 2>&1 || CREATED_IMAGES+=("$img")
+		done
+	fi
 	tar -C "$fs" -c . | docker import --change 'WORKDIR /var/task' --change 'ENV LAMBDA_TASK_ROOT=/var/task' \
 		--change 'ENV LAMBDA_RUNTIME_DIR=/var/runtime' - "$OFFLINE_IMAGE" >/dev/null
 	IMAGE_ARGS=(--invoke-image "$OFFLINE_IMAGE")

@@ -225,6 +225,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_MAX_FILE_SIZE":     p("MaxFileSize"),
 		"SINK_MAX_FILE_AGE":      p("MaxFileAge"),
 		"SINK_COMPRESSION":       p("Compression"),
+		"SINK_INCLUDE_HEADERS":   p("IncludeHeaders"),
 		"SINK_PATH_TEMPLATE":     p("PathTemplate"),
 		"SINK_STATE_TABLE":       "Ref(StateTable)",
 		"SINK_METRICS_NAMESPACE": p("MetricsNamespace"),

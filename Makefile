@@ -42,12 +42,13 @@ local: tools py-tools
 	@$(GO) build -o $(BIN)/poller ./cmd/poller
 	@$(BIN)/poller local
 
-## test: install tools, check formatting and vet, run every test with -race (a line on skipped tests ends it), the
-## drain's model test with 300 seeds, then the `sam local` workflow (sam-local)
+## test: install tools, check formatting and vet, run every test with -race (the drain's in process; a line on skipped
+## tests ends each step), then the drain against versitygw, MinIO and moto_server with its 300-seed model test, then
+## the `sam local` workflow (sam-local)
 test: tools py-tools sam-cli parquet-readers fmt-check vet
-	set -o pipefail; MODEL_SEEDS=40 $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
-	@echo "the drain's randomized model test, 300 seeds (without -race: the 40 above ran with it)"
-	set -o pipefail; $(GO) test -count=1 -parallel 16 -timeout 10m -json -run '^TestModel$$' ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
+	set -o pipefail; MODEL_SEEDS=40 DRAIN_BACKENDS=inproc $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
+	@echo "the drain against versitygw, MinIO and moto_server, and its model test with 300 seeds (without -race: the in-process runs above had it)"
+	set -o pipefail; DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
 	@./scripts/sam-local.sh
 
 ## sam-local: `sam local invoke` and `sam local start-lambda` against MinIO, moto_server and an Iggy broker in

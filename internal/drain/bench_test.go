@@ -40,13 +40,15 @@ func BenchmarkDrain(b *testing.B) {
 			br, s3srv, moto := benchWorld(b)
 			bucket := fmt.Sprintf("bench-%d", parts)
 			s3srv.CreateBucket(b, bucket)
-			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", moto.Endpoint)
+			ddb := newDynamoProxy(b, moto.Endpoint, 0) // counts the state writes
+			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.url)
 			b.Setenv("AWS_ACCESS_KEY_ID", "moto")
 			b.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
 			// 64 MiB in all (at least one full 8 MiB object per partition),
 			// plus a partial object per partition that is left for later.
 			perPartition := max(1, 8/parts)*benchObject/1090 + 100
-			var bytesOut, msgs uint64
+			var bytesOut, msgs, objects uint64
+			writes := 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -85,17 +87,25 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				before := ddb.count("UpdateItem")
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				writes += ddb.count("UpdateItem") - before
+				b.StartTimer()
 				bytesOut += sum.Bytes
 				msgs += sum.Messages
+				objects += sum.Objects
 			}
 			b.StopTimer()
 			b.SetBytes(int64(bytesOut) / int64(b.N))
 			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
+			if os.Getenv("BENCH_MEMSTATE") == "" && objects > 0 {
+				b.ReportMetric(float64(writes)/float64(objects), "statewrites/object")
+			}
 		})
 	}
 }

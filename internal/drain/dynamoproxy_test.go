@@ -30,7 +30,7 @@ type dynamoProxy struct {
 	lose  bool // failing the retries of a write that applied
 }
 
-func newDynamoProxy(t *testing.T, target string, seed uint64) *dynamoProxy {
+func newDynamoProxy(t testing.TB, target string, seed uint64) *dynamoProxy {
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)

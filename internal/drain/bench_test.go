@@ -29,8 +29,8 @@ func benchWorld(b *testing.B) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
 const benchObject = 8 << 20
 
 // BenchmarkDrain measures end-to-end throughput — Iggy broker -> sink ->
-// versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects — in object
-// bytes per second, next to BenchmarkPutObject (the same bytes in objects
+// versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects, 64 MiB per run
+// into one topic, run after run — in object bytes per second, next to BenchmarkPutObject (the same bytes in objects
 // of the same size, to the same server) in the same run:
 //
 //	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
@@ -50,22 +50,25 @@ func BenchmarkDrain(b *testing.B) {
 			var bytesOut, msgs, objects uint64
 			writes := 0
 			b.ResetTimer()
+			// One topic for the whole benchmark, fed before every run, so that
+			// runs after the first measure the steady state (the partitions'
+			// state exists; each run continues where the last stopped).
+			if _, err := br.CreateStream("app"); err != nil {
+				b.Fatal(err)
+			}
+			const topic = "t"
+			if _, err := br.CreateTopic("app", topic, parts); err != nil {
+				b.Fatal(err)
+			}
+			next := make([]int, parts)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				topic := fmt.Sprintf("t%d", i)
-				if i == 0 {
-					if _, err := br.CreateStream("app"); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := br.CreateTopic("app", topic, parts); err != nil {
-					b.Fatal(err)
-				}
 				for p := 0; p < parts; p++ {
 					for n := 0; n < perPartition; n++ {
-						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, n, 1024), nil); err != nil {
+						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, next[p], 1024), nil); err != nil {
 							b.Fatal(err)
 						}
+						next[p]++
 					}
 				}
 				set := map[string]string{

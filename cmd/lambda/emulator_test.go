@@ -22,6 +22,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/cpulimit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -47,11 +48,23 @@ type emulator struct {
 // startEmulator runs bootstrap under aws-lambda-rie on loopback with env.
 func startEmulator(t *testing.T, bootstrap string, env []string) *emulator {
 	t.Helper()
+	return startEmulatorIn(t, nil, bootstrap, env)
+}
+
+// startEmulatorIn is startEmulator with the emulator and the function in
+// the CPU-limited group g (nil: no limit).
+func startEmulatorIn(t *testing.T, g *cpulimit.Group, bootstrap string, env []string) *emulator {
+	t.Helper()
 	rie := testenv.RequireTool(t, "aws-lambda-rie")
 	api := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
-	cmd.Env = append(os.Environ(), env...)
+	args := []string{"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap}
+	cmd := exec.Command(rie, args...)
+	cmd.Env = os.Environ()
+	if g != nil {
+		cmd = g.Command(rie, args...)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	out := &testenv.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -67,6 +67,12 @@ type Plugin struct {
 	MultipartThreshold   int64
 	PartSize             int64
 	MetricsNamespace     string
+	// Lambda fan-out: MaxWorkers bounds a cohort (1 = none), WorkerRate
+	// (messages/s) sizes it until a rate is measured, SettleTimeout bounds
+	// the wait for its members to join.
+	MaxWorkers    int
+	WorkerRate    int
+	SettleTimeout time.Duration
 }
 
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.

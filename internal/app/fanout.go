@@ -79,10 +79,19 @@ func (s *Sink) Tick(ctx context.Context, o FanOutOptions) (*Result, error) {
 		return &Result{Summary: sum}, err
 	}
 	rep := &FanOutReport{Role: "coordinator", Workers: 1}
-	plan, err := s.plan(ctx, o)
-	if err != nil {
+	plan, busy, err := s.plan(ctx, o)
+	switch {
+	case err != nil:
 		s.log.Warn("could not measure the lag for fan-out; draining alone", "error", err.Error())
-	} else {
+	case busy != "":
+		// Joining would take a partition from a member still draining, and
+		// leaving would deal them all again: leave the cohort alone.
+		rep.Plan = &plan
+		rep.Skipped = "a cohort is still draining (" + busy + "); this tick starts nothing and leaves the group alone"
+		s.log.Info(rep.Skipped)
+		o.write(metrics.FanOut{})
+		return &Result{Summary: &drain.Summary{Started: time.Now().UTC()}, FanOut: rep}, nil
+	default:
 		rep.Plan = &plan
 		s.log.Info("fan-out plan", "workers", plan.Workers, "lag", plan.Lag, "partitions_behind", plan.Behind, "reason", plan.Reason)
 	}
@@ -185,15 +194,12 @@ func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.S
 	return r.Run(ctx)
 }
 
-// plan measures every partition's lag and sizes the cohort.
-func (s *Sink) plan(ctx context.Context, o FanOutOptions) (fanout.Plan, error) {
-	status, err := s.Status(ctx)
+// plan measures every partition's lag and sizes the cohort; busy names a
+// consumer group that already has members (a cohort still draining).
+func (s *Sink) plan(ctx context.Context, o FanOutOptions) (p fanout.Plan, busy string, err error) {
+	lags, busy, err := s.survey(ctx)
 	if err != nil {
-		return fanout.Plan{}, err
-	}
-	lags := make([]fanout.Lag, len(status))
-	for i, ps := range status {
-		lags[i] = fanout.Lag{Stream: ps.Stream, Topic: ps.Topic, Partition: ps.Partition, Messages: ps.Lag}
+		return p, "", err
 	}
 	pc := &s.Config.Plugin
 	sz := fanout.Sizing{MaxWorkers: pc.MaxWorkers, Rate: float64(pc.WorkerRate)}
@@ -205,7 +211,50 @@ func (s *Sink) plan(ctx context.Context, o FanOutOptions) (fanout.Plan, error) {
 	} else {
 		sz.Budget = 15 * time.Minute // no deadline: Lambda's longest
 	}
-	return fanout.Decide(lags, sz), nil
+	return fanout.Decide(lags, sz), busy, nil
+}
+
+// survey reads, on a connection of its own and without joining, every
+// configured partition's lag and whether any consumer group has members.
+func (s *Sink) survey(ctx context.Context) (lags []fanout.Lag, busy string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		return nil, "", err
+	}
+	defer conn.Close()
+	for _, st := range s.Config.Streams {
+		for _, name := range st.Topics {
+			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
+			if err != nil {
+				return nil, "", err
+			}
+			members, err := conn.GroupMembers(ctx, t)
+			if err != nil {
+				return nil, "", err
+			}
+			if len(members) > 0 && busy == "" {
+				busy = fmt.Sprintf("%s/%s group %q has %d members", t.Stream, t.Topic, t.Group, len(members))
+			}
+			for _, p := range t.Partitions {
+				ps := PartitionStatus{Messages: p.MessagesCount}
+				if p.MessagesCount > 0 {
+					cur := p.CurrentOffset
+					ps.Current = &cur
+				}
+				off, ok, err := conn.StoredOffset(ctx, t, p.ID)
+				if err != nil {
+					return nil, "", err
+				}
+				if ok {
+					ps.Committed = &off
+				}
+				lags = append(lags, fanout.Lag{Stream: t.Stream, Topic: t.Topic, Partition: p.ID, Messages: statusLag(ps)})
+			}
+		}
+	}
+	return lags, busy, nil
 }
 
 // hold anchors every configured consumer group on a connection of its own.

@@ -161,8 +161,18 @@ func TestTickFansOut(t *testing.T) {
 	}
 }
 
+// TestTickLeavesABusyGroupAlone: with fan-out on, a tick that finds a
+// member in the group (a cohort still draining) neither starts workers nor
+// joins, whether the lag wants several workers or one.
 func TestTickLeavesABusyGroupAlone(t *testing.T) {
+	for _, rate := range []string{"1", "100000000"} {
+		t.Run("worker_rate "+rate, func(t *testing.T) { tickBesideAMember(t, rate) })
+	}
+}
+
+func tickBesideAMember(t *testing.T, rate string) {
 	f := newFanOutFixture(t, 3)
+	f.env["SINK_WORKER_RATE"] = rate
 	conn, err := source.Open(context.Background(), source.Config{Address: f.broker.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +189,9 @@ func TestTickLeavesABusyGroupAlone(t *testing.T) {
 	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: inv})
 	if err != nil || res.FanOut == nil || !strings.Contains(res.FanOut.Skipped, "a cohort is still draining") || res.Messages != 0 || len(inv.results) != 0 {
 		t.Fatalf("tick beside a live member: %v, %+v, %d messages, %d workers", err, res.FanOut, res.Messages, len(inv.results))
+	}
+	if members, err := conn.GroupMembers(context.Background(), topic); err != nil || len(members) != 1 || len(members[0].Partitions) != 8 {
+		t.Fatalf("the tick changed the group: %+v, %v", members, err)
 	}
 	if n := f.s3.Requests(s3fake.OpPut); n != 0 {
 		t.Fatalf("%d objects written", n)

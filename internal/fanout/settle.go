@@ -63,9 +63,10 @@ type Settler struct {
 
 	mu      sync.Mutex
 	settled []Settled
-	// leaveBy bounds the leave barrier: the deadline of the run's context,
-	// as Join saw it.
-	leaveBy time.Time
+	// run is the run's context as Join saw it: it bounds the leave barrier
+	// (its deadline, or a signal), which the drain's short clean-up
+	// context passed to Leave cannot.
+	run     context.Context
 	lingers []time.Duration
 }
 
@@ -106,11 +107,9 @@ type settlingConn struct {
 // skips the join: the run then owns nothing, skips every partition and ends.
 func (c *settlingConn) Join(ctx context.Context, t *source.Topic) error {
 	s := c.s
-	if dl, ok := ctx.Deadline(); ok {
-		s.mu.Lock()
-		s.leaveBy = dl
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	s.run = ctx
+	s.mu.Unlock()
 	anchor, ok := s.Cohort.anchor(t.Stream, t.Topic, t.Group)
 	if !ok {
 		return c.membersConn.Join(ctx, t) // a topic the coordinator did not anchor
@@ -144,7 +143,7 @@ func (c *settlingConn) Join(ctx context.Context, t *source.Topic) error {
 }
 
 // Leave waits until no other member holds a live lease on any of t's
-// partitions (or the run's deadline), then leaves. The drain bounds its
+// partitions (or the run's context ends), then leaves. The drain bounds its
 // clean-up calls with a short timeout; this wait is bounded by the run's
 // deadline instead, and the leave itself gets a timeout of its own.
 func (c *settlingConn) Leave(ctx context.Context, t *source.Topic) error {
@@ -176,18 +175,21 @@ func (s *Settler) late(t *source.Topic) bool {
 }
 
 // waitLeases polls t's partition leases until none is held by another
-// owner, or until leaveBy.
+// owner, or until the run's context ends (a minute without one).
 func (s *Settler) waitLeases(t *source.Topic) {
 	if s.Leases == nil {
 		return
 	}
 	s.mu.Lock()
-	by := s.leaveBy
+	run := s.run
 	s.mu.Unlock()
-	if by.IsZero() {
-		by = s.now().Add(time.Minute)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if run == nil {
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	} else {
+		ctx, cancel = context.WithCancel(run)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
 	tick := time.NewTicker(LeaseWaitEvery)
 	defer tick.Stop()

@@ -141,6 +141,11 @@ func (s *Sink) coordinate(ctx context.Context, o FanOutOptions, plan fanout.Plan
 		s.log.Warn("the cohort's anchor could not leave cleanly; the server drops it when its connection closes", "error", g.err.Error())
 	}
 	rep.Gathered, rep.GatherMS, rep.Settled = g.n, g.at.Sub(began).Milliseconds(), settler.Results()
+	if g.n < rep.Workers {
+		s.log.Warn("fewer members joined than were started before settle_timeout; the others drain nothing this time "+
+			"(is ReservedConcurrency at least MaxWorkers? are cold starts slower than settle_timeout?)",
+			"joined", g.n, "members", rep.Workers, "settle_timeout", s.Config.Plugin.SettleTimeout)
+	}
 	o.observe(sum, waited(rep.Settled))
 	o.write(metrics.FanOut{Workers: rep.Workers, Started: rep.Started, Settle: g.at.Sub(began)})
 	return &Result{Summary: sum, FanOut: rep}, runErr

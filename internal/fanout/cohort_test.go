@@ -30,6 +30,8 @@ import (
 type server struct {
 	cfg           source.Config
 	stream, topic string
+	// send appends one message to a partition.
+	send func(t *testing.T, partition uint32)
 }
 
 func newServer(t *testing.T, partitions int) *server {
@@ -60,6 +62,16 @@ func newServer(t *testing.T, partitions int) *server {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cli.DeleteStream(sid) })
+		s.send = func(t *testing.T, p uint32) {
+			m, err := iggcon.NewIggyMessage([]byte(`{"n":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tid, _ := iggcon.NewIdentifier(s.topic)
+			if err := cli.SendMessages(sid, tid, iggcon.PartitionId(p), []iggcon.IggyMessage{m}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return s
 	}
 	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
@@ -74,6 +86,11 @@ func newServer(t *testing.T, partitions int) *server {
 		t.Fatal(err)
 	}
 	s.cfg = source.Config{Address: broker.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 2 * time.Second}
+	s.send = func(t *testing.T, p uint32) {
+		if _, err := broker.Append(s.stream, s.topic, p, []byte(`{"n":1}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return s
 }
 
@@ -255,14 +272,47 @@ func TestHoldRefusesABusyGroup(t *testing.T) {
 }
 
 // TestLeaveWaitsForTheOthers: a member done with its partitions stays in
-// the group while another member still holds a lease on the topic, so its
-// leave does not deal that member's partitions away mid-run; it leaves once
-// the lease is released, or at its run's deadline.
+// the group while another member still works on the topic, so that its
+// leave does not deal that member's partitions away mid-run. "Still works"
+// is a live lease, or a partition with messages that nobody has taken up
+// since the join (a member about to start holds no lease yet). The member
+// leaves once the others are done, or at its run's deadline.
 func TestLeaveWaitsForTheOthers(t *testing.T) {
-	for _, released := range []bool{true, false} {
-		name := map[bool]string{true: "other member finishes", false: "run deadline"}[released]
-		t.Run(name, func(t *testing.T) {
+	const release = 600 * time.Millisecond
+	tests := []struct {
+		name string
+		// other plays the other member on the shared state, from the join on.
+		other    func(t *testing.T, leases *state.Memory, key state.Key)
+		deadline bool // the wait ends at the run's deadline, not at release
+	}{
+		{"other member finishes", func(t *testing.T, leases *state.Memory, key state.Key) {
+			st, err := leases.Acquire(context.Background(), key, "member-b", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(release, func() { _ = leases.Release(context.Background(), st) })
+		}, false},
+		{"other member starts late", func(t *testing.T, leases *state.Memory, key state.Key) {
+			time.AfterFunc(release/2, func() {
+				st, err := leases.Acquire(context.Background(), key, "member-b", time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.AfterFunc(release/2, func() { _ = leases.Release(context.Background(), st) })
+			})
+		}, false},
+		{"other member never finishes", func(t *testing.T, leases *state.Memory, key state.Key) {
+			if _, err := leases.Acquire(context.Background(), key, "member-b", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, 2)
+			srv.send(t, 0)
+			srv.send(t, 1)
 			anchor, err := fanout.Hold(context.Background(), srv.open(t), srv.streams())
 			if err != nil {
 				t.Fatal(err)
@@ -271,10 +321,6 @@ func TestLeaveWaitsForTheOthers(t *testing.T) {
 			cohort := &fanout.Cohort{ID: "test", Workers: 1, Anchors: anchor.Anchors(), NotAfter: start.Add(5 * time.Second), SettleBy: start.Add(7 * time.Second)}
 			go anchor.Release(context.Background(), 1, cohort.NotAfter)
 			leases := state.NewMemory(nil)
-			other, err := leases.Acquire(context.Background(), state.Key{Group: "sink", Stream: srv.stream, Topic: srv.topic, Partition: 1}, "member-b", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
 			st := &fanout.Settler{Cohort: cohort, Leases: leases, Owner: "member-a", Log: slog.New(slog.DiscardHandler)}
 			conn := st.Wrap(srv.open(t))
 			runCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the run's deadline
@@ -286,12 +332,18 @@ func TestLeaveWaitsForTheOthers(t *testing.T) {
 			if err := conn.Join(runCtx, topic); err != nil {
 				t.Fatal(err)
 			}
-			const hold = 600 * time.Millisecond
-			if released {
-				time.AfterFunc(hold, func() { _ = leases.Release(context.Background(), other) })
+			key := func(p uint32) state.Key { return state.Key{Group: "sink", Stream: srv.stream, Topic: srv.topic, Partition: p} }
+			// This member drained partition 0; the other one has partition 1.
+			own, err := leases.Acquire(context.Background(), key(0), "member-a", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := leases.Release(context.Background(), own); err != nil {
+				t.Fatal(err)
 			}
 			began := time.Now()
-			// The drain leaves with a short clean-up context; the barrier is bounded by the run's deadline instead.
+			tc.other(t, leases, key(1))
+			// The drain leaves with a short clean-up context; the wait is bounded by the run's deadline instead.
 			leaveCtx, cancelLeave := context.WithTimeout(runCtx, 100*time.Millisecond)
 			defer cancelLeave()
 			if err := conn.Leave(leaveCtx, topic); err != nil {
@@ -303,9 +355,9 @@ func TestLeaveWaitsForTheOthers(t *testing.T) {
 			}
 			dl, _ := runCtx.Deadline()
 			switch {
-			case released && (took < hold || took > hold+2*time.Second):
-				t.Fatalf("left after %v; want soon after the other lease was released (%v)", took, hold)
-			case !released && (time.Now().Before(dl.Add(-50*time.Millisecond)) || took > 5*time.Second):
+			case !tc.deadline && (took < release || took > release+2*time.Second):
+				t.Fatalf("left after %v; want soon after the other member was done (%v)", took, release)
+			case tc.deadline && (time.Now().Before(dl.Add(-50*time.Millisecond)) || took > 5*time.Second):
 				t.Fatalf("left after %v; want at the run's deadline (%v)", took, time.Until(dl))
 			}
 			if l := st.Lingered(); len(l) != 1 {

@@ -68,7 +68,19 @@ type Settler struct {
 	// context passed to Leave cannot.
 	run     context.Context
 	lingers []time.Duration
+	// joined is, per group, when this member joined and which partitions
+	// had messages then: the partitions some member must have taken up
+	// (its lease write stamps the state) before this member may leave.
+	joined map[string]joinedGroup
 }
+
+type joinedGroup struct {
+	at       time.Time
+	nonEmpty []uint32
+	timedOut bool
+}
+
+func groupKey(t *source.Topic) string { return t.Stream + "\x00" + t.Topic + "\x00" + t.Group }
 
 // LeaseWaitEvery is how often a member waiting to leave reads the leases.
 const LeaseWaitEvery = 200 * time.Millisecond
@@ -124,10 +136,10 @@ func (c *settlingConn) Join(ctx context.Context, t *source.Topic) error {
 		s.record(res, t)
 		return nil
 	}
+	start := s.now() // before the join: every lease of this cohort is taken after it
 	if err := c.membersConn.Join(ctx, t); err != nil {
 		return err
 	}
-	start := s.now()
 	members, err = c.waitAnchor(ctx, t, anchor)
 	if err != nil {
 		return err
@@ -138,18 +150,34 @@ func (c *settlingConn) Join(ctx context.Context, t *source.Topic) error {
 	for _, m := range members {
 		res.Partitions = append(res.Partitions, len(m.Partitions))
 	}
+	jg := joinedGroup{at: start, timedOut: res.TimedOut}
+	for _, p := range t.Partitions {
+		if p.MessagesCount > 0 {
+			jg.nonEmpty = append(jg.nonEmpty, p.ID)
+		}
+	}
+	s.mu.Lock()
+	if s.joined == nil {
+		s.joined = map[string]joinedGroup{}
+	}
+	s.joined[groupKey(t)] = jg
+	s.mu.Unlock()
 	s.record(res, t)
 	return nil
 }
 
-// Leave waits until no other member holds a live lease on any of t's
-// partitions (or the run's context ends), then leaves. The drain bounds its
+// Leave waits until the other members are done with t's partitions (see
+// waitLeases), or the run's context ends, then leaves. The drain bounds its
 // clean-up calls with a short timeout; this wait is bounded by the run's
-// deadline instead, and the leave itself gets a timeout of its own.
+// deadline instead, and the leave itself gets a timeout of its own. A
+// member that did not join, or whose cohort never settled, leaves at once.
 func (c *settlingConn) Leave(ctx context.Context, t *source.Topic) error {
-	if !c.s.late(t) {
+	c.s.mu.Lock()
+	jg, joined := c.s.joined[groupKey(t)]
+	c.s.mu.Unlock()
+	if joined && !jg.timedOut {
 		start := c.s.now()
-		c.s.waitLeases(t)
+		c.s.waitLeases(t, jg)
 		c.s.mu.Lock()
 		c.s.lingers = append(c.s.lingers, c.s.now().Sub(start))
 		c.s.mu.Unlock()
@@ -162,21 +190,13 @@ func (c *settlingConn) Leave(ctx context.Context, t *source.Topic) error {
 // leaveTimeout bounds the leave after the barrier.
 const leaveTimeout = 2 * time.Second
 
-// late reports whether this member skipped t's group.
-func (s *Settler) late(t *source.Topic) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.settled {
-		if r.Stream == t.Stream && r.Topic == t.Topic && r.Late {
-			return true
-		}
-	}
-	return false
-}
-
-// waitLeases polls t's partition leases until none is held by another
-// owner, or until the run's context ends (a minute without one).
-func (s *Settler) waitLeases(t *source.Topic) {
+// waitLeases polls t's partition states until the other members are
+// done: every partition that had messages when this member joined has been
+// taken up by some member since (its lease write is later than the join),
+// and no other owner holds a live lease. Both are needed: a member that has
+// not yet taken up its partitions holds no lease either. It gives up when
+// the run's context ends (a minute without one).
+func (s *Settler) waitLeases(t *source.Topic, jg joinedGroup) {
 	if s.Leases == nil {
 		return
 	}
@@ -194,7 +214,7 @@ func (s *Settler) waitLeases(t *source.Topic) {
 	tick := time.NewTicker(LeaseWaitEvery)
 	defer tick.Stop()
 	for {
-		busy, err := s.othersDraining(ctx, t)
+		busy, err := s.othersDraining(ctx, t, jg)
 		if err != nil && ctx.Err() == nil {
 			s.logger().Warn("cannot read the partition leases; leaving without waiting for the other members", "error", err.Error())
 			return
@@ -210,9 +230,10 @@ func (s *Settler) waitLeases(t *source.Topic) {
 	}
 }
 
-// othersDraining reports whether another owner holds a live lease on one
-// of t's partitions.
-func (s *Settler) othersDraining(ctx context.Context, t *source.Topic) (bool, error) {
+// othersDraining reports whether another member is still at work on t:
+// a live lease of another owner, or a partition that had messages when
+// this member joined and that nobody has taken up since.
+func (s *Settler) othersDraining(ctx context.Context, t *source.Topic, jg joinedGroup) (bool, error) {
 	now := s.now()
 	for _, p := range t.Partitions {
 		st, ok, err := s.Leases.Get(ctx, state.Key{Group: t.Group, Stream: t.Stream, Topic: t.Topic, Partition: p.ID})
@@ -220,6 +241,9 @@ func (s *Settler) othersDraining(ctx context.Context, t *source.Topic) (bool, er
 			return false, err
 		}
 		if ok && st.Owner != "" && st.Owner != s.Owner && st.LeaseExpires.After(now) {
+			return true, nil
+		}
+		if slices.Contains(jg.nonEmpty, p.ID) && (!ok || st.UpdatedAt.Before(jg.at.Truncate(time.Millisecond))) {
 			return true, nil
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sizing measures what one invocation of the Lambda drains at
 // several memory sizes: the real bootstrap under aws-lambda-rie, each run
 // in a cgroup whose CPU quota is Lambda's share for that size, against the

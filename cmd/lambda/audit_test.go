@@ -147,9 +147,8 @@ func TestAuditModeUnderEmulator(t *testing.T) {
 		!strings.Contains(bad.ErrorMessage, "app/logs partition 2") {
 		t.Fatalf("audit with a planted overlap did not fail naming it: %+v", bad)
 	}
-	logs := emu.output.String()
 	for _, want := range []string{`"AuditOverlaps":0`, `"AuditOverlaps":2`, `"AuditGaps":0`, `"msg":"audit found violations"`} {
-		if !strings.Contains(logs, want) {
+		if !emu.logged(want) {
 			t.Errorf("the function's output lacks %s", want)
 		}
 	}

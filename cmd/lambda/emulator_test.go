@@ -99,6 +99,21 @@ func startEmulatorIn(t *testing.T, g *cpulimit.Group, bootstrap string, env []st
 	return &emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", cmd: cmd, output: out}
 }
 
+// await returns the function's output once ok accepts it, or after 5s:
+// the emulator copies the output after it has answered the invocation.
+func (e *emulator) await(ok func(out string) bool) string {
+	for wait := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out := e.output.String(); ok(out) || time.Now().After(wait) {
+			return out
+		}
+	}
+}
+
+// logged reports whether the function's output holds s (see await).
+func (e *emulator) logged(s string) bool {
+	return strings.Contains(e.await(func(out string) bool { return strings.Contains(out, s) }), s)
+}
+
 // invoke posts the scheduled event and returns the body (the emulator
 // answers 200 for handler errors too; the body says which it was).
 func (e *emulator) invoke(t *testing.T, event []byte, timeout time.Duration) []byte {
@@ -196,7 +211,7 @@ func TestLambdaUnderEmulator(t *testing.T) {
 		}
 	}
 	// One summary line and EMF metrics per invocation reach the log.
-	logs := emu.output.String()
+	logs := emu.await(func(out string) bool { return strings.Count(out, `"msg":"run finished"`) >= 2 })
 	if strings.Count(logs, `"msg":"run finished"`) != 2 || !strings.Contains(logs, `"CloudWatchMetrics"`) {
 		t.Fatalf("emulator output lacks the summary lines or EMF metrics:\n%s", logs)
 	}

@@ -433,8 +433,8 @@ func TestFanOutUnderEmulator(t *testing.T) {
 		n, _ := g.Throttled()
 		t.Logf("%s: throttled %d times", g, n)
 	}
-	if logs := emus[0].output.String(); !strings.Contains(logs, `"WorkersStarted":2`) {
-		t.Fatalf("the tick wrote no WorkersStarted metric:\n%s", logs)
+	if !emus[0].logged(`"WorkersStarted":2`) {
+		t.Fatalf("the tick wrote no WorkersStarted metric:\n%s", emus[0].output.String())
 	}
 
 	// A second tick: nothing left, so one invocation and no workers.

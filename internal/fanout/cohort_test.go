@@ -332,7 +332,9 @@ func TestLeaveWaitsForTheOthers(t *testing.T) {
 			if err := conn.Join(runCtx, topic); err != nil {
 				t.Fatal(err)
 			}
-			key := func(p uint32) state.Key { return state.Key{Group: "sink", Stream: srv.stream, Topic: srv.topic, Partition: p} }
+			key := func(p uint32) state.Key {
+				return state.Key{Group: "sink", Stream: srv.stream, Topic: srv.topic, Partition: p}
+			}
 			// This member drained partition 0; the other one has partition 1.
 			own, err := leases.Acquire(context.Background(), key(0), "member-a", time.Minute)
 			if err != nil {

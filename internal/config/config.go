@@ -75,6 +75,12 @@ type Plugin struct {
 	AWSCallTimeout time.Duration
 	// MaxJSONDepth is the deepest nesting a payload may have to count as JSON.
 	MaxJSONDepth int
+	// Lambda fan-out: MaxWorkers bounds a cohort (1 = none), WorkerRate
+	// (messages/s) sizes it until a rate is measured, SettleTimeout bounds
+	// the wait for its members to join.
+	MaxWorkers    int
+	WorkerRate    int
+	SettleTimeout time.Duration
 }
 
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.

@@ -17,7 +17,7 @@ import (
 )
 
 // benchWorld is a world for benchmarks: the same servers, no test bookkeeping.
-func benchWorld(b *testing.B) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
+func benchWorld(b testing.TB) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
 	br, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

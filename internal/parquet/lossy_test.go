@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
@@ -21,7 +21,7 @@ func TestTextPayloadMatchesJSONFormats(t *testing.T) {
 			p[i] = alphabet[r.IntN(len(alphabet))]
 		}
 		var want string
-		if err := json.Unmarshal(batch.AppendJSONString(nil, p), &want); err != nil {
+		if err := json.Unmarshal(jsonscan.AppendString(nil, p), &want); err != nil {
 			t.Fatal(err)
 		}
 		if got := string(parquet.AppendLossyForTest(nil, p)); got != want {

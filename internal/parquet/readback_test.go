@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testenv"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -40,7 +40,9 @@ type File struct {
 }
 
 // Sides names both readers' views, for loops.
-func (f File) Sides() map[string]Side { return map[string]Side{"pyarrow": f.PyArrow, "duckdb": f.DuckDB} }
+func (f File) Sides() map[string]Side {
+	return map[string]Side{"pyarrow": f.PyArrow, "duckdb": f.DuckDB}
+}
 
 const python = "pyenv-parquet/bin/python"
 

@@ -672,3 +672,65 @@ func emfInvalidPayloads(t *testing.T, out []byte) uint64 {
 	}
 	return total
 }
+
+// producedTypes are the column types of the payloads w.produce sends.
+func producedTypes(first, last uint64) map[string]string {
+	return map[string]string{"partition": "int64", "n": "int64", "level": "string", "msg": "string", "path": "string", "pad": "string"}
+}
+
+// readParquet reads the model's Parquet objects back with pyarrow and
+// DuckDB (one process) into their spans' records; without the readers
+// (never in CI) the spans are left unchecked, their ranges still counted.
+func (m *model) readParquet(cov map[genPart][]span, bodies map[string][]byte) {
+	if len(bodies) == 0 {
+		return
+	}
+	if !parquetread.Available(m.t) {
+		m.t.Logf("seed %d: %d Parquet objects not read back: the readers are not installed (make parquet-readers)", m.seed, len(bodies))
+		for gp, spans := range cov {
+			for i := range spans {
+				cov[gp][i].unchecked = spans[i].parquet
+			}
+		}
+		return
+	}
+	read := parquetread.ReadBytes(m.t, bodies)
+	for gp, spans := range cov {
+		for i, sp := range spans {
+			if !sp.parquet {
+				continue
+			}
+			f := read[sp.key]
+			var recs [2][]modelRecord
+			for j, side := range []parquetread.Side{f.PyArrow, f.DuckDB} {
+				if side.Error != "" {
+					m.t.Fatalf("seed %d: %s: %s", m.seed, sp.key, side.Error)
+				}
+				for r := range side.Rows {
+					row := side.Row(r)
+					off, err := row["offset"].(json.Number).Int64()
+					if err != nil {
+						m.t.Fatalf("seed %d: %s row %d: offset %v", m.seed, sp.key, r, row["offset"])
+					}
+					recs[j] = append(recs[j], modelRecord{offset: uint64(off), row: row})
+				}
+			}
+			cov[gp][i].records, cov[gp][i].duck = recs[0], recs[1]
+		}
+	}
+}
+
+// sameRow compares a Parquet row's payload fields with the payload sent.
+func sameRow(row map[string]any, payload []byte) error {
+	got := map[string]any{}
+	for k, v := range row {
+		if _, meta := metadataColumns[k]; !meta && v != nil {
+			got[k] = v
+		}
+	}
+	want, err := parquetread.DecodeJSON(payload)
+	if err != nil {
+		return err
+	}
+	return parquetread.Same(want, got)
+}

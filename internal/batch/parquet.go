@@ -82,11 +82,8 @@ func (e *Encoder) checkPinned(m *Message, payload []byte) error {
 // noteHeaders counts malformed user headers as the JSON formats do (the
 // Parquet row then has null headers).
 func (e *Encoder) noteHeaders(m *Message) {
-	if e.headers && len(m.Headers) > 0 {
-		e.renderHeaders(m.Headers)
-		if e.hdrBad {
-			e.badHeaders++
-		}
+	if e.headers && len(m.Headers) > 0 && e.hs.parse(m.Headers) != nil {
+		e.badHeaders++
 	}
 }
 

@@ -347,3 +347,17 @@ func TestParquetSteadyStateAllocs(t *testing.T) {
 	}
 	t.Logf("%.0f allocations per object (%d or %d records)", big, len(base), len(many))
 }
+
+// TestParquetMalformedHeaders: headers that do not parse are counted, as
+// the JSON formats count them, and the row gets null headers on both paths.
+func TestParquetMalformedHeaders(t *testing.T) {
+	msgs := mixed(10)
+	msgs[4].Headers = []byte{kindString, 9, 0, 0, 0, 'x'} // a length past the end
+	o := Options{Format: FormatParquet, Schema: SchemaJSON, IncludeHeaders: true}
+	e := mustEncoder(t, appLogs, o)
+	data, _ := accumulated(t, e, msgs)
+	sdata, _, _ := streamed(t, mustEncoder(t, appLogs, o), msgs)
+	if e.MalformedHeaders() != 1 || !bytes.Equal(data, sdata) {
+		t.Fatalf("malformed headers counted %d; paths equal %v", e.MalformedHeaders(), bytes.Equal(data, sdata))
+	}
+}

@@ -36,7 +36,7 @@ func TestDeadlineMarginAboveFunctionTimeoutRefused(t *testing.T) {
 			h := &handler{log: slog.New(slog.DiscardHandler), metrics: io.Discard, env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
 			defer cancel()
-			_, err := h.Invoke(ctx, nil)
+			_, err := h.Handle(ctx, nil)
 			if err == nil || !strings.Contains(err.Error(), "deadline_margin") || !strings.Contains(err.Error(), "SINK_DEADLINE_MARGIN") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Invoke = %v, want a refusal naming deadline_margin and saying %q", err, tc.want)
 			}
@@ -48,7 +48,7 @@ func TestDeadlineMarginAboveFunctionTimeoutRefused(t *testing.T) {
 	h := &handler{log: slog.New(slog.DiscardHandler), metrics: io.Discard, env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := h.Invoke(ctx, nil); err == nil || strings.Contains(err.Error(), "deadline_margin") {
+	if _, err := h.Handle(ctx, nil); err == nil || strings.Contains(err.Error(), "deadline_margin") {
 		t.Fatalf("a 10s margin in a 30s function: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/cpulimit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -47,11 +48,23 @@ type emulator struct {
 // startEmulator runs bootstrap under aws-lambda-rie on loopback with env.
 func startEmulator(t *testing.T, bootstrap string, env []string) *emulator {
 	t.Helper()
+	return startEmulatorIn(t, nil, bootstrap, env)
+}
+
+// startEmulatorIn is startEmulator with the emulator and the function in
+// the CPU-limited group g (nil: no limit).
+func startEmulatorIn(t *testing.T, g *cpulimit.Group, bootstrap string, env []string) *emulator {
+	t.Helper()
 	rie := testenv.RequireTool(t, "aws-lambda-rie")
 	api := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
-	cmd.Env = append(os.Environ(), env...)
+	args := []string{"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap}
+	cmd := exec.Command(rie, args...)
+	cmd.Env = os.Environ()
+	if g != nil {
+		cmd = g.Command(rie, args...)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	out := &testenv.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -84,6 +97,21 @@ func startEmulator(t *testing.T, bootstrap string, env []string) *emulator {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return &emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", cmd: cmd, output: out}
+}
+
+// await returns the function's output once ok accepts it, or after 5s:
+// the emulator copies the output after it has answered the invocation.
+func (e *emulator) await(ok func(out string) bool) string {
+	for wait := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out := e.output.String(); ok(out) || time.Now().After(wait) {
+			return out
+		}
+	}
+}
+
+// logged reports whether the function's output holds s (see await).
+func (e *emulator) logged(s string) bool {
+	return strings.Contains(e.await(func(out string) bool { return strings.Contains(out, s) }), s)
 }
 
 // invoke posts the scheduled event and returns the body (the emulator
@@ -183,7 +211,7 @@ func TestLambdaUnderEmulator(t *testing.T) {
 		}
 	}
 	// One summary line and EMF metrics per invocation reach the log.
-	logs := emu.output.String()
+	logs := emu.await(func(out string) bool { return strings.Count(out, `"msg":"run finished"`) >= 2 })
 	if strings.Count(logs, `"msg":"run finished"`) != 2 || !strings.Contains(logs, `"CloudWatchMetrics"`) {
 		t.Fatalf("emulator output lacks the summary lines or EMF metrics:\n%s", logs)
 	}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
@@ -30,7 +30,7 @@ func main() {
 	slog.SetDefault(logger)
 	logging.CaptureStdlib(logger)
 	h := &handler{log: logger, metrics: os.Stdout, env: os.LookupEnv, function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
-	lambda.Start(h.Invoke)
+	lambda.Start(h.Handle)
 }
 
 // handler builds the sink once per container and runs it per invocation.
@@ -45,6 +45,11 @@ type handler struct {
 	disabled *config.Config // the configuration, when it says enabled = false
 	// timeout is the function's timeout, learnt at the first invocation.
 	timeout time.Duration
+
+	// rate is the drain rate this container measured (fan-out sizing);
+	// inv starts workers, made at the first fan-out.
+	rate fanout.Rate
+	inv  app.Invoker
 }
 
 // functionTimeout returns the function's timeout, learnt once.
@@ -94,36 +99,32 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	return s, nil
 }
 
-// Invoke handles the EventBridge scheduled event; any other JSON payload
-// (or none) triggers the same run.
-func (h *handler) Invoke(ctx context.Context, _ json.RawMessage) (*drain.Summary, error) {
-	started := time.Now()
+// prepare builds the sink (once per container), bounds the run by the
+// invocation's deadline less the clean-up margin, and makes the start-up
+// check. A disabled sink returns (nil, ...) and logs why.
+func (h *handler) prepare(ctx context.Context, started time.Time) (*app.Sink, context.Context, context.CancelFunc, error) {
 	s, err := h.setup(ctx)
 	if err != nil {
 		h.log.Error("setup failed", "error", err.Error())
 		failed := &app.EMF{W: h.metrics, Function: h.function, Logger: h.log}
 		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
-		return nil, err
+		return nil, ctx, func() {}, err
 	}
 	if s == nil {
 		app.Disabled(h.disabled, h.log)
-		return &drain.Summary{Started: started.UTC()}, nil
+		return nil, ctx, func() {}, nil
 	}
-	runCtx := ctx
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
 		runCtx, cancel = context.WithDeadline(ctx, dl.Add(-cleanupMargin))
-		defer cancel()
 	}
 	if err := s.Preflight(runCtx); err != nil {
+		cancel()
 		err = fmt.Errorf("start-up check failed: %w", err)
 		h.log.Error("run failed", "error", err.Error())
 		failed := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
-		return nil, err
+		return nil, ctx, func() {}, err
 	}
-	sum, err := s.Run(runCtx)
-	app.LogRun(h.log, sum, err, false)
-	app.LogPending(h.log, s.Config, sum, time.Now())
-	return sum, err
+	return s, runCtx, cancel, nil
 }

@@ -68,7 +68,8 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	case "check":
 		return c.fail(s.WriteCheck(ctx, c.stdout), "check")
 	case "audit":
-		return c.fail(s.WriteAudit(ctx, c.stdout), "audit")
+		progress := newAuditProgress(c.stderr, time.Now, auditProgressEvery)
+		return c.fail(s.WriteAuditWith(ctx, c.stdout, app.AuditOptions{JSON: c.opts.json, Progress: progress.report}), "audit")
 	case "status":
 		return c.fail(s.WriteStatus(ctx, c.stdout), "status")
 	}

@@ -31,7 +31,8 @@ Commands:
            under the prefix) and the state table, one line each; exit 1 on
            the first failure. Runs also make the S3 and table checks at start.
   audit    check every partition's objects: contiguous, no overlap, no
-           unreported gap, up to the committed offset (exit 1 if not);
+           unreported gap, up to the committed offset and the state's last
+           written offset (exit 1 if not); -json prints one JSON report;
            read-only: joins no group, writes and creates nothing
   status   per partition: the group's committed offset, the newest offset
            and the lag (read-only)
@@ -60,6 +61,8 @@ type options struct {
 	config, logLevel, logFormat string
 	interval                    time.Duration
 	version, metrics            bool
+	// audit
+	json bool
 	// render
 	envelope          bool
 	stream, topic, at string
@@ -73,6 +76,7 @@ type options struct {
 // commandFlags lists the flags that belong to one command only.
 var commandFlags = map[string][]string{
 	"run":    {"interval"},
+	"audit":  {"json"},
 	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors"},
 	"local":  {"env-file"},
 }
@@ -93,6 +97,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&o.offset, "offset", 0, "render: offset of the first input line")
 	fs.StringVar(&o.at, "time", "", "render: server time of bare input lines, RFC 3339 (default: now)")
 	fs.StringVar(&o.errorsFile, "errors", "", `render: write the error object (invalid_payload = "error_object": the records that could not be written, JSON Lines) to this file`)
+	fs.BoolVar(&o.json, "json", false, "audit: print the report as one JSON document (progress lines still go to stderr)")
 	fs.StringVar(&o.envFile, "env-file", "local.env", "local: file to write the environment to (removed on exit)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)

@@ -28,6 +28,12 @@ func (e *EMF) OnRunEnd(sum *drain.Summary, err error) {
 	if sum != nil {
 		run.Duration = time.Duration(sum.DurationMS) * time.Millisecond
 		for _, p := range sum.Partitions {
+			if p.Skipped != "" && p.Lag > 0 {
+				// Another member or run holds it: its lag here is computed
+				// without this run's committed offset, and the holder
+				// reports the true one.
+				continue
+			}
 			run.Partitions = append(run.Partitions, metrics.Partition{
 				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,
 				Objects: p.Objects, Messages: p.Messages, Bytes: p.Bytes, Lag: p.Lag,
@@ -47,6 +53,37 @@ func (e *EMF) Write(run metrics.Run) {
 		ns = DefaultNamespace
 	}
 	if err := metrics.WriteEMF(e.W, ns, time.Now(), run); err != nil && e.Logger != nil {
+		e.Logger.Warn("writing metrics failed", "error", err.Error())
+	}
+}
+
+// WriteFanOut writes a tick's fan-out line (Function: e.Function unless
+// set); errors are logged, as in Write.
+func (e *EMF) WriteFanOut(f metrics.FanOut) {
+	if f.Function == "" {
+		f.Function = e.Function
+	}
+	e.report(metrics.WriteFanOut(e.W, e.namespace(), time.Now(), f))
+}
+
+// WriteAudit writes an audit's line (Function: e.Function unless set);
+// errors are logged, as in Write.
+func (e *EMF) WriteAudit(a metrics.Audit) {
+	if a.Function == "" {
+		a.Function = e.Function
+	}
+	e.report(metrics.WriteAudit(e.W, e.namespace(), time.Now(), a))
+}
+
+func (e *EMF) namespace() string {
+	if e.Namespace == "" {
+		return DefaultNamespace
+	}
+	return e.Namespace
+}
+
+func (e *EMF) report(err error) {
+	if err != nil && e.Logger != nil {
 		e.Logger.Warn("writing metrics failed", "error", err.Error())
 	}
 }

@@ -248,37 +248,9 @@ func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
 }
 
 // Audit checks every configured partition's objects against its committed
-// offset. It joins no group, so it does not disturb running sinks.
+// offset and its state (see AuditWith).
 func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
-	conn, err := source.Open(ctx, s.iggy)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
-		return nil, err
-	}
-	var parts []audit.Partition
-	for _, st := range s.Config.Streams {
-		for _, name := range st.Topics {
-			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range t.Partitions {
-				ap := audit.Partition{Stream: t.Stream, Topic: t.Topic, Partition: p.ID}
-				off, ok, err := conn.StoredOffset(ctx, t, p.ID)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					ap.Committed = &off
-				}
-				parts = append(parts, ap)
-			}
-		}
-	}
-	return audit.Check(ctx, s.Objects, s.drainOpts.Names, parts)
+	return s.AuditWith(ctx, AuditOptions{})
 }
 
 // ErrAuditFailed reports an overlap or an unreported gap.
@@ -286,19 +258,7 @@ var ErrAuditFailed = errors.New("audit found overlapping objects or unreported g
 
 // WriteAudit runs Audit, prints the report, and returns ErrAuditFailed on any violation.
 func (s *Sink) WriteAudit(ctx context.Context, w io.Writer) error {
-	reports, err := s.Audit(ctx)
-	if err != nil {
-		return err
-	}
-	if err := audit.Write(w, reports); err != nil {
-		return err
-	}
-	for _, r := range reports {
-		if !r.OK() {
-			return ErrAuditFailed
-		}
-	}
-	return nil
+	return s.WriteAuditWith(ctx, w, AuditOptions{})
 }
 
 func randomHex(n int) string {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -15,11 +16,25 @@ type Lister interface {
 }
 
 // Partition is one partition to check, with the consumer group's committed
-// offset (nil when the group has stored none).
+// offset (nil when the group has stored none) and, when it was read, the
+// sink's state for it.
 type Partition struct {
 	Stream, Topic string
 	Partition     uint32
 	Committed     *uint64
+	State         *State
+}
+
+// State is what the sink's state table records for a partition.
+type State struct {
+	// Generation is the incarnation the state is at; the state is checked
+	// against that generation's objects only.
+	Generation uint32
+	// Written is the last offset recorded as durably written (nil: none).
+	Written *uint64
+	// IntentFirst..IntentLast is an unfinished object, when HasIntent.
+	HasIntent               bool
+	IntentFirst, IntentLast uint64
 }
 
 // Range is one object, or one gap marker, of a partition.
@@ -47,14 +62,17 @@ type Report struct {
 	// ErrorObjects counts the error objects (invalid_payload =
 	// "error_object"): records of a data object that could not be written
 	// to it. Their offsets are covered by that data object's range.
-	ErrorObjects int      `json:"error_objects,omitempty"`
-	Objects      int      `json:"objects"`
-	GapMarkers   int      `json:"gap_markers"`
-	Messages     uint64   `json:"messages"`
-	Bytes        int64    `json:"bytes"`
-	First        *uint64  `json:"first,omitempty"`
-	Last         *uint64  `json:"last,omitempty"`
-	Committed    *uint64  `json:"committed,omitempty"`
+	ErrorObjects int     `json:"error_objects,omitempty"`
+	Objects      int     `json:"objects"`
+	GapMarkers   int     `json:"gap_markers"`
+	Messages     uint64  `json:"messages"`
+	Bytes        int64   `json:"bytes"`
+	First        *uint64 `json:"first,omitempty"`
+	Last         *uint64 `json:"last,omitempty"`
+	Committed    *uint64 `json:"committed,omitempty"`
+	// StateWritten is the state's last written offset, when the state was
+	// read and is at this generation.
+	StateWritten *uint64  `json:"state_written,omitempty"`
 	Overlaps     []string `json:"overlaps,omitempty"`
 	Gaps         []string `json:"unreported_gaps,omitempty"`
 	// Notes are findings that are not violations, e.g. objects written
@@ -67,15 +85,52 @@ type Report struct {
 // OK reports whether the partition holds the guarantee.
 func (r *Report) OK() bool { return len(r.Overlaps) == 0 && len(r.Gaps) == 0 }
 
+// Progress is how far a Check has come, for a progress line on long
+// listings.
+type Progress struct {
+	// Index is the partition being listed (0-based) of Partitions.
+	Index, Partitions int
+	Stream, Topic     string
+	Partition         uint32
+	// Listed counts the keys listed for this partition so far, Total for
+	// the whole check.
+	Listed, Total int
+	// Done is set once this partition's listing is complete.
+	Done bool
+}
+
+// ProgressEvery is how many keys pass between two progress calls (one
+// S3 listing page).
+const ProgressEvery = 1000
+
+// Options are a Check's choices.
+type Options struct {
+	// Progress, when set, is called every ProgressEvery keys and at the end
+	// of each partition's listing.
+	Progress func(Progress)
+}
+
 // Check lists every partition's objects and checks them, one report per
 // generation (the newest one is held to the group's committed offset).
 func Check(ctx context.Context, l Lister, names *keys.Namer, parts []Partition) ([]Report, error) {
+	return CheckWith(ctx, l, names, parts, Options{})
+}
+
+// CheckWith is Check with options.
+func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partition, o Options) ([]Report, error) {
 	reports := make([]Report, 0, len(parts))
-	for _, p := range parts {
+	total := 0
+	for i, p := range parts {
 		lp := names.Partition(p.Stream, p.Topic, p.Partition).ListPrefix()
 		var ranges []Range
 		voided := map[string]bool{}
+		pr := Progress{Index: i, Partitions: len(parts), Stream: p.Stream, Topic: p.Topic, Partition: p.Partition}
 		err := l.List(ctx, lp, func(key string, size int64) error {
+			pr.Listed++
+			if o.Progress != nil && pr.Listed%ProgressEvery == 0 {
+				pr.Total = total + pr.Listed
+				o.Progress(pr)
+			}
 			n, ok := keys.ParseName(key)
 			switch {
 			case !ok || n.Partition != p.Partition:
@@ -90,6 +145,11 @@ func Check(ctx context.Context, l Lister, names *keys.Namer, parts []Partition) 
 		})
 		if err != nil {
 			return reports, fmt.Errorf("audit: list %q: %w", lp, err)
+		}
+		total += pr.Listed
+		if o.Progress != nil {
+			pr.Total, pr.Done = total, true
+			o.Progress(pr)
 		}
 		errs, err := listErrors(ctx, l, names, p)
 		if err != nil {
@@ -169,9 +229,41 @@ func verifyGenerations(p Partition, ranges []Range, voided map[string]bool) []Re
 		if rep.Retired {
 			rep.Notes = nil // no committed offset belongs to a retired generation
 		}
+		if st := p.State; st != nil && st.Generation == g {
+			verifyState(&rep, st)
+		}
 		out = append(out, rep)
 	}
+	if st := p.State; st != nil && st.Generation > newest && len(out) > 0 {
+		last := &out[len(out)-1]
+		last.Notes = append(last.Notes, fmt.Sprintf("the state is at generation %d, which has no objects yet (the partition was re-created)", st.Generation))
+	}
 	return out
+}
+
+// verifyState holds a generation's objects to the state: every offset the
+// state records as written must be in an object or a gap marker; objects
+// beyond it are an unfinished intent (noted) or written outside the
+// protocol (noted too: they are not a gap).
+func verifyState(rep *Report, st *State) {
+	if st.Written == nil {
+		if rep.Last != nil && !st.HasIntent {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("objects up to offset %d but the state records nothing written", *rep.Last))
+		}
+		return
+	}
+	w := *st.Written
+	rep.StateWritten = &w
+	switch {
+	case rep.Last == nil:
+		rep.Gaps = append(rep.Gaps, fmt.Sprintf("the state records offsets up to %d written but there are no objects", w))
+	case w > *rep.Last:
+		rep.Gaps = append(rep.Gaps, fmt.Sprintf("offsets %d..%d: recorded written in the state but in no object", *rep.Last+1, w))
+	case w < *rep.Last && st.HasIntent && st.IntentFirst == w+1 && st.IntentLast >= *rep.Last:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("objects up to offset %d belong to the unfinished intent %d..%d (the next run finishes it)", *rep.Last, st.IntentFirst, st.IntentLast))
+	case w < *rep.Last:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("objects up to offset %d are beyond the state's last written offset %d", *rep.Last, w))
+	}
 }
 
 // Verify checks one partition's ranges (in any order).
@@ -270,4 +362,45 @@ func Write(w io.Writer, reports []Report) error {
 		}
 	}
 	return nil
+}
+
+// Verdict is a whole audit as JSON: whether every partition holds the
+// guarantee, the violation counts and the per-partition reports.
+type Verdict struct {
+	OK         bool     `json:"ok"`
+	Partitions int      `json:"partitions"`
+	Objects    int      `json:"objects"`
+	GapMarkers int      `json:"gap_markers"`
+	Overlaps   int      `json:"overlaps"`
+	Gaps       int      `json:"unreported_gaps"`
+	Reports    []Report `json:"reports"`
+}
+
+// Summarize totals the reports.
+func Summarize(reports []Report) Verdict {
+	v := Verdict{OK: true, Reports: reports}
+	if v.Reports == nil {
+		v.Reports = []Report{}
+	}
+	seen := map[[3]any]bool{}
+	for _, r := range reports {
+		k := [3]any{r.Stream, r.Topic, r.Partition}
+		if !seen[k] {
+			seen[k] = true
+			v.Partitions++
+		}
+		v.Objects += r.Objects
+		v.GapMarkers += r.GapMarkers
+		v.Overlaps += len(r.Overlaps)
+		v.Gaps += len(r.Gaps)
+		v.OK = v.OK && r.OK()
+	}
+	return v
+}
+
+// WriteJSON prints the verdict as one indented JSON document.
+func WriteJSON(w io.Writer, reports []Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Summarize(reports))
 }

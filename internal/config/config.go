@@ -76,6 +76,12 @@ type Plugin struct {
 	AWSCallTimeout time.Duration
 	// MaxJSONDepth is the deepest nesting a payload may have to count as JSON.
 	MaxJSONDepth int
+	// Lambda fan-out: MaxWorkers bounds a cohort (1 = none), WorkerRate
+	// (messages/s) sizes it until a rate is measured, SettleTimeout bounds
+	// the wait for its members to join.
+	MaxWorkers    int
+	WorkerRate    int
+	SettleTimeout time.Duration
 
 	// ErrorPrefix is where error objects go (invalid_payload =
 	// "error_object"), as given ("" for the default: use ErrorsPrefix).

@@ -299,6 +299,16 @@ func buildOptions() []*option {
 		with(plugin("max_json_depth", kInt, "128", "deepest nesting a payload may have to count as JSON (1..10000; upstream's serde_json: 128); deeper ones follow invalid_payload", func(p *Plugin) any { return &p.MaxJSONDepth }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.MaxJSONDepth) }, 1, MaxJSONDepthLimit, "between 1 and 10000")
 		}),
+		// Lambda fan-out (see internal/fanout); the poller never fans out.
+		with(plugin("max_workers", kInt, "1", "Lambda: most invocations draining at once, the scheduled one included (1 = no fan-out; 1..1000)", func(p *Plugin) any { return &p.MaxWorkers }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.MaxWorkers) }, 1, 1000, "between 1 and 1000")
+		}),
+		with(plugin("worker_rate", kInt, "10000", "Lambda fan-out: messages per second one invocation drains, until a run has measured it", func(p *Plugin) any { return &p.WorkerRate }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.WorkerRate) }, 1, math.MaxInt32, "greater than 0")
+		}),
+		with(plugin("settle_timeout", kDuration, "5s", "Lambda fan-out: longest wait for the workers to join the consumer group", func(p *Plugin) any { return &p.SettleTimeout }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).SettleTimeout }, 1)
+		}),
 		with(plugin("error_prefix", kString, "<prefix>/_errors", "where error objects go (invalid_payload = \"error_object\"): <error_prefix>/<path_template>/<partition>-<first>-<last>.errors.jsonl; the leading '_' keeps them out of Athena, Hive and Spark tables over the prefix", func(p *Plugin) any { return &p.ErrorPrefix }), func(o *option) {
 			o.computed = true
 			o.fix = func(c *Config, _ *Stream) error { return keys.CheckPrefix(c.Plugin.ErrorPrefix) }

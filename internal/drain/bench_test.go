@@ -29,8 +29,8 @@ func benchWorld(b *testing.B) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
 const benchObject = 8 << 20
 
 // BenchmarkDrain measures end-to-end throughput — Iggy broker -> sink ->
-// versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects — in object
-// bytes per second, next to BenchmarkPutObject (the same bytes in objects
+// versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects, 64 MiB per run
+// into one topic, run after run — in object bytes per second, next to BenchmarkPutObject (the same bytes in objects
 // of the same size, to the same server) in the same run:
 //
 //	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
@@ -40,30 +40,35 @@ func BenchmarkDrain(b *testing.B) {
 			br, s3srv, moto := benchWorld(b)
 			bucket := fmt.Sprintf("bench-%d", parts)
 			s3srv.CreateBucket(b, bucket)
-			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", moto.Endpoint)
+			ddb := newDynamoProxy(b, moto.Endpoint, 0) // counts the state writes
+			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.url)
 			b.Setenv("AWS_ACCESS_KEY_ID", "moto")
 			b.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
 			// 64 MiB in all (at least one full 8 MiB object per partition),
 			// plus a partial object per partition that is left for later.
 			perPartition := max(1, 8/parts)*benchObject/1090 + 100
-			var bytesOut, msgs uint64
+			var bytesOut, msgs, objects uint64
+			writes := 0
 			b.ResetTimer()
+			// One topic for the whole benchmark, fed before every run, so that
+			// runs after the first measure the steady state (the partitions'
+			// state exists; each run continues where the last stopped).
+			if _, err := br.CreateStream("app"); err != nil {
+				b.Fatal(err)
+			}
+			const topic = "t"
+			if _, err := br.CreateTopic("app", topic, parts); err != nil {
+				b.Fatal(err)
+			}
+			next := make([]int, parts)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				topic := fmt.Sprintf("t%d", i)
-				if i == 0 {
-					if _, err := br.CreateStream("app"); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := br.CreateTopic("app", topic, parts); err != nil {
-					b.Fatal(err)
-				}
 				for p := 0; p < parts; p++ {
 					for n := 0; n < perPartition; n++ {
-						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, n, 1024), nil); err != nil {
+						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, next[p], 1024), nil); err != nil {
 							b.Fatal(err)
 						}
+						next[p]++
 					}
 				}
 				set := map[string]string{
@@ -85,17 +90,25 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				before := ddb.count("UpdateItem")
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				writes += ddb.count("UpdateItem") - before
+				b.StartTimer()
 				bytesOut += sum.Bytes
 				msgs += sum.Messages
+				objects += sum.Objects
 			}
 			b.StopTimer()
 			b.SetBytes(int64(bytesOut) / int64(b.N))
 			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
+			if os.Getenv("BENCH_MEMSTATE") == "" && objects > 0 {
+				b.ReportMetric(float64(writes)/float64(objects), "statewrites/object")
+			}
 		})
 	}
 }

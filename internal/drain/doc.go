@@ -1,10 +1,12 @@
 // Package drain is the sink's run: for every partition this member owns it
-// leases the partition, writes offset-ranged objects exactly once, and commits.
+// leases the partition and writes offset-ranged objects exactly once.
 //
-// One object is written as: record the intent (first, last, key) in the
-// state store, upload, mark the range written, store the consumer offset.
-// Object bytes are a pure function of the range and the configuration, so a
-// run that finds an unfinished intent re-reads exactly that range and
-// uploads the same bytes under the same key; a crash at any step therefore
-// neither loses nor duplicates a message.
+// Per partition a reader (reader.go) polls, accumulates and seals objects by
+// the rotation rules, and hands each sealed object over a channel to a
+// committer (committer.go), which alone owns the partition's state and runs
+// the protocol of DESIGN.md: incarnation, recovery, position; then per
+// object intent, create-only upload, written (with the next intent), store
+// offset; then release. Object bytes are a pure function of the range and
+// the configuration, so a run that finds an unfinished intent re-reads
+// exactly that range and writes the same bytes under the same key.
 package drain

@@ -1,6 +1,7 @@
 package drain_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -336,6 +337,32 @@ func TestRetentionDuringRecovery(t *testing.T) {
 					t.Fatalf("first object starts at %d, want %d", objs[0].first, cut)
 				}
 			})
+		}
+	})
+}
+
+// TestMalformedHeadersCounted (issue 15 item 7): a message whose user
+// headers cannot be decoded is archived without them; the summary counts
+// such messages and names the first offset, and the EMF metrics carry the
+// count. Before, the count was kept and never reported.
+func TestMalformedHeadersCounted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.hooks(t) // a real server refuses malformed headers on send
+		w.produce("badhdr", 1, 5, 80)
+		w.appendRaw("badhdr", 0, []byte(`{"n":5}`), []byte{2, 9, 0, 0}) // a key length that runs past the end
+		w.produce("badhdr", 1, 3, 80)
+		var emf bytes.Buffer
+		s := w.sink(w.config(w.settings("badhdr", "badhdr")), app.Options{Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
+		sum, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sum.Partitions[0]
+		if p.MalformedHeaders != 1 || p.MalformedHeadersAt == nil || *p.MalformedHeadersAt != 5 || p.Messages != 9 {
+			t.Fatalf("malformed headers %d at %v, %d messages; want 1 at offset 5 and all 9 archived", p.MalformedHeaders, p.MalformedHeadersAt, p.Messages)
+		}
+		if !strings.Contains(emf.String(), `"MalformedHeaders":1`) {
+			t.Fatalf("the EMF lines do not count the malformed headers:\n%s", emf.String())
 		}
 	})
 }

@@ -4,11 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,72 +337,12 @@ func TestRecoveredObjectSameBytes(t *testing.T) {
 	})
 }
 
-// countingProxy forwards to a DynamoDB endpoint and counts requests by
-// operation. Armed, it applies the next UpdateItem but answers 500, and
-// fails the client's retries of it until the client reads the item back:
-// a write whose every reply was lost.
-type countingProxy struct {
-	mu    sync.Mutex
-	ops   map[string]int
-	lose  bool // failing UpdateItems after one was applied
-	armed bool
-	rp    *httputil.ReverseProxy
-}
-
-func newCountingProxy(t *testing.T, target string) (*countingProxy, string) {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &countingProxy{ops: map[string]int{}, rp: httputil.NewSingleHostReverseProxy(u)}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return p, srv.URL
-}
-
-func (p *countingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := r.Header.Get("X-Amz-Target")
-	op = op[strings.LastIndexByte(op, '.')+1:]
-	p.mu.Lock()
-	p.ops[op]++
-	action := "pass"
-	switch {
-	case op == "UpdateItem" && p.armed:
-		action, p.armed, p.lose = "apply-and-fail", false, true
-	case op == "UpdateItem" && p.lose:
-		action = "fail"
-	case op == "GetItem":
-		p.lose = false
-	}
-	p.mu.Unlock()
-	fail := func() {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}`)
-	}
-	switch action {
-	case "apply-and-fail":
-		p.rp.ServeHTTP(httptest.NewRecorder(), r)
-		fail()
-	case "fail":
-		fail()
-	default:
-		p.rp.ServeHTTP(w, r)
-	}
-}
-
-func (p *countingProxy) count(op string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ops[op]
-}
-
 // TestOneStateWritePerObject: in steady state one conditional write closes
 // an object and opens the next (it took two: "written N", "intent N+1").
 func TestOneStateWritePerObject(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		proxy, url := newCountingProxy(t, w.dynamoEndpoint())
-		w.dynamoURL = url
+		proxy := newDynamoProxy(t, w.dynamoEndpoint(), 0)
+		w.dynamoURL = proxy.url
 		w.produce("writes", 1, 400, 100)
 		set := w.settings("writes", "writes")
 		set["SINK_FILE_ROTATION"] = "messages"
@@ -434,8 +369,8 @@ func TestOneStateWritePerObject(t *testing.T) {
 // run proceeds at once instead of waiting out the lease.
 func TestAmbiguousStateWrite(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		proxy, url := newCountingProxy(t, w.dynamoEndpoint())
-		w.dynamoURL = url
+		proxy := newDynamoProxy(t, w.dynamoEndpoint(), 0)
+		w.dynamoURL = proxy.url
 		w.produce("ambiguous", 1, 100, 100)
 		set := w.settings("ambiguous", "ambiguous")
 		set["SINK_FILE_ROTATION"] = "messages"
@@ -445,7 +380,7 @@ func TestAmbiguousStateWrite(t *testing.T) {
 		var arm sync.Once
 		hook := stepFunc(func(s drain.Step, _ batch.Partition) error {
 			if s == drain.StepUploaded {
-				arm.Do(func() { proxy.mu.Lock(); proxy.armed = true; proxy.mu.Unlock() })
+				arm.Do(proxy.loseNext)
 			}
 			return nil
 		})

@@ -7,10 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -43,6 +39,9 @@ import (
 // MODEL_SEEDS=n runs seeds 1..n (default 300); MODEL_SEED=s runs seed s
 // alone. A failing seed prints the command that replays it.
 func TestModel(t *testing.T) {
+	if os.Getenv("IGGY_TEST_ADDRESS") != "" {
+		t.Skip("needs the in-repo broker's retention and connection hooks; IGGY_TEST_ADDRESS points at a real server")
+	}
 	seeds := modelSeeds(t)
 	for _, seed := range seeds {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -89,7 +88,7 @@ type model struct {
 	parts int
 	set   map[string]string
 	keep  int64
-	ddb   *faultyDynamo
+	ddb   *dynamoProxy
 	// retired holds what each earlier incarnation of the topic received;
 	// deletedBelow[p] is where retention cut partition p (this incarnation).
 	retired      [][][]sent
@@ -106,7 +105,7 @@ func newModel(t *testing.T, seed uint64) *model {
 	m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), w: w, topic: "model"}
 	m.parts = 1 + m.rng.IntN(8)
 	m.deletedBelow = make([]uint64, m.parts)
-	m.ddb = newFaultyDynamo(t, w.dynamoURL, seed)
+	m.ddb = newDynamoProxy(t, w.dynamoURL, seed)
 	w.dynamoURL = m.ddb.url
 	m.set = w.settings(fmt.Sprintf("model-%d", seed), m.topic)
 	m.set["SINK_LEASE_DURATION"] = modelLease.String()
@@ -575,67 +574,4 @@ func decompressed(t *testing.T, key string, body []byte) []byte {
 		t.Fatalf("%s: %v", key, err)
 	}
 	return out
-}
-
-// faultyDynamo sits in front of the in-process DynamoDB and, at a rate,
-// loses replies (the request applied, then a 500, and the client's
-// retries of it fail until it reads the item back) or fails requests.
-type faultyDynamo struct {
-	url  string
-	rp   *httputil.ReverseProxy
-	mu   sync.Mutex
-	rate int
-	rng  *rand.Rand
-	lose bool
-}
-
-func newFaultyDynamo(t *testing.T, target string, seed uint64) *faultyDynamo {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &faultyDynamo{rp: httputil.NewSingleHostReverseProxy(u), rng: rand.New(rand.NewPCG(seed, 2))}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	f.url = srv.URL
-	return f
-}
-
-func (f *faultyDynamo) setRate(rate int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rate, f.lose = rate, false
-}
-
-func (f *faultyDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := r.Header.Get("X-Amz-Target")
-	op = op[strings.LastIndexByte(op, '.')+1:]
-	f.mu.Lock()
-	action := "pass"
-	switch n := f.rng.IntN(100); {
-	case op == "GetItem":
-		f.lose = false
-	case op != "UpdateItem":
-	case f.lose:
-		action = "fail"
-	case n < f.rate/2:
-		action, f.lose = "lose", true
-	case n < f.rate:
-		action = "fail"
-	}
-	f.mu.Unlock()
-	fail := func() {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}`)
-	}
-	switch action {
-	case "lose":
-		f.rp.ServeHTTP(httptest.NewRecorder(), r)
-		fail()
-	case "fail":
-		fail()
-	default:
-		f.rp.ServeHTTP(w, r)
-	}
 }

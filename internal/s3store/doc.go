@@ -24,10 +24,12 @@
 // it on CompleteMultipartUpload (see TestConditionalWritesPerStore).
 //
 // Proof of upload: a 2xx reply counts only with an ETag; for PutObject and
-// UploadPart it must be the MD5 of the bytes sent (unless SSE-KMS makes it
-// opaque), and a CompleteMultipartUpload ETag of the composite form
+// UploadPart it must be the MD5 of the bytes sent (unless SSE-KMS — asked for,
+// or the bucket's default as the reply's x-amz-server-side-encryption says —
+// makes it opaque), and a CompleteMultipartUpload ETag of the composite form
 // (md5-of-part-md5s "-N") must match the parts. Anything else is a failed
-// attempt, retried. The MD5 of each body is computed on its own goroutine
+// attempt, retried; a store whose ETags are not MD5s thus costs a second PUT,
+// which meets the first (412) and is settled by the comparison. The MD5 of each body is computed on its own goroutine
 // while the body is sent; it also serves the comparison above, so no other
 // hash is kept (BenchmarkHashes, BenchmarkPutObject/SDK).
 //

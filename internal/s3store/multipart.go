@@ -87,7 +87,7 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			return err
 		}
 		etag = out.ETag
-		return m.u.checkETag(out.ETag, out.ResultMetadata, sum.wait(), len(data))
+		return m.u.checkETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, sum.wait(), len(data))
 	})
 	if err != nil {
 		var e *Error
@@ -124,7 +124,7 @@ func (m *multipart) complete(ctx context.Context) (Result, error) {
 			}
 			return existsErr(err)
 		}
-		return m.u.checkCompleteETag(out.ETag, out.ResultMetadata, m.sums)
+		return m.u.checkCompleteETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, m.sums)
 	})
 	switch {
 	case err == nil:

@@ -120,6 +120,11 @@ func TestReplyWithoutProofIsNotAnUpload(t *testing.T) {
 		{"put: SSE-KMS makes the ETag opaque", map[string]http.HandlerFunc{
 			"PutObject": func(w http.ResponseWriter, r *http.Request) { w.Header().Set("ETag", `"kms-opaque"`) }},
 			"aws:kms", small, "", ""},
+		{"put: the bucket's default SSE-KMS makes the ETag opaque", map[string]http.HandlerFunc{
+			"PutObject": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("x-amz-server-side-encryption", "aws:kms")
+				w.Header().Set("ETag", `"kms-opaque"`)
+			}}, "", small, "", ""},
 		{"put: the MD5 ETag", map[string]http.HandlerFunc{
 			"PutObject": func(w http.ResponseWriter, r *http.Request) { w.Header().Set("ETag", `"`+md5Hex(small)+`"`) }},
 			"", small, "", ""},

@@ -227,7 +227,7 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 		if err != nil {
 			return existsErr(err)
 		}
-		return u.checkETag(out.ETag, out.ResultMetadata, sum.wait(), len(body))
+		return u.checkETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, sum.wait(), len(body))
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -126,19 +127,29 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
+// reply is what the ETag checks read from a PutObject, UploadPart or
+// CompleteMultipartUpload reply.
+type reply struct {
+	etag *string
+	// sse is the encryption the store says it applied: with SSE-KMS (asked
+	// for, or the bucket's default) the ETag is not an MD5 of the bytes.
+	sse  types.ServerSideEncryption
+	meta middleware.Metadata
+}
+
 // checkETag accepts a PutObject or UploadPart reply only if it carries an
 // ETag, and — unless SSE-KMS makes the ETag opaque — the ETag is the MD5 of
 // the n bytes sent, as AWS S3, MinIO and versitygw compute it.
-func (u *Uploader) checkETag(etag *string, md middleware.Metadata, sum [md5.Size]byte, n int) error {
-	got := strings.Trim(aws.ToString(etag), `"`)
+func (u *Uploader) checkETag(r reply, sum [md5.Size]byte, n int) error {
+	got := strings.Trim(aws.ToString(r.etag), `"`)
 	if got == "" {
-		return &badReplyError{status: replyStatus(md), problem: "it has no ETag"}
+		return &badReplyError{status: replyStatus(r.meta), problem: "it has no ETag"}
 	}
-	if u.kms() {
+	if u.opaqueETag(r) {
 		return nil
 	}
 	if want := hex.EncodeToString(sum[:]); !strings.EqualFold(got, want) {
-		return &badReplyError{status: replyStatus(md),
+		return &badReplyError{status: replyStatus(r.meta),
 			problem: fmt.Sprintf("ETag %s is not the MD5 of the %d bytes sent (%s)", quote(got), n, want)}
 	}
 	return nil
@@ -152,16 +163,16 @@ var compositeETag = regexp.MustCompile(`^[0-9a-fA-F]{32}-[0-9]+$`)
 // ETag. When the ETag has the composite form it must match the parts sent;
 // other forms (stores that compute it otherwise) are accepted, since S3
 // already checked every part's ETag listed in the request.
-func (u *Uploader) checkCompleteETag(etag *string, md middleware.Metadata, sums []partSum) error {
-	got := strings.Trim(aws.ToString(etag), `"`)
+func (u *Uploader) checkCompleteETag(r reply, sums []partSum) error {
+	got := strings.Trim(aws.ToString(r.etag), `"`)
 	if got == "" {
-		return &badReplyError{status: replyStatus(md), problem: "it has no ETag"}
+		return &badReplyError{status: replyStatus(r.meta), problem: "it has no ETag"}
 	}
-	if u.kms() || !compositeETag.MatchString(got) {
+	if u.opaqueETag(r) || !compositeETag.MatchString(got) {
 		return nil
 	}
 	if want := composite(sums); !strings.EqualFold(got, want) {
-		return &badReplyError{status: replyStatus(md),
+		return &badReplyError{status: replyStatus(r.meta),
 			problem: fmt.Sprintf("ETag %s is not the multipart ETag of the %d parts sent (%s)", quote(got), len(sums), want)}
 	}
 	return nil
@@ -175,7 +186,12 @@ func composite(sums []partSum) string {
 	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(sums))
 }
 
-func (u *Uploader) kms() bool { return u.opts.ServerSideEncryption == "aws:kms" }
+// opaqueETag: under SSE-KMS (asked for here, or applied by the bucket's
+// default encryption, as the reply says) the ETag is not derived from MD5.
+func (u *Uploader) opaqueETag(r reply) bool {
+	return u.opts.ServerSideEncryption == string(types.ServerSideEncryptionAwsKms) ||
+		strings.HasPrefix(string(r.sse), "aws:kms")
+}
 
 // Head reports whether key exists and its size. The request is retried per
 // policy; a 404 is (0, false, nil).

@@ -14,7 +14,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/aws/aws-lambda-go/events"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
@@ -327,57 +326,53 @@ func TestSamconfig(t *testing.T) {
 	}
 }
 
-// TestLocalDocs checks docs/local.md against env.local.json: the compose
-// services publish the ports the function is pointed at.
+// TestLocalDocs checks docs/local.md against env.local.json and the script
+// behind `make sam-local`: the servers it starts listen on the ports the
+// function is pointed at, and the SAM invocations are the script's.
 func TestLocalDocs(t *testing.T) {
 	doc := string(readRepoFile(t, "docs/local.md"))
+	script := string(readRepoFile(t, "scripts/sam-local.sh"))
 	for _, want := range []string{
-		"sam build && sam local invoke SinkFunction -e events/schedule.json -n env.local.json",
-		"apache/iggy:0.8.0", "IGGY_ROOT_USERNAME", "IGGY_ROOT_PASSWORD", "minioadmin",
+		"make sam-local",
+		"sam local invoke SinkFunction -e events/schedule.json -n env.local.json",
+		"sam local start-lambda", "aws lambda invoke --function-name SinkFunction",
+		"--skip-pull-image", "--add-host host.docker.internal:host-gateway", "--invoke-image",
+		"MINIO_ROOT_USER=minioadmin", "AWS_ACCESS_KEY_ID=minioadmin", "AWS_ENDPOINT_URL_STS",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/local.md does not mention %q", want)
 		}
 	}
-	block := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(doc)
-	if block == nil {
-		t.Fatal("docs/local.md has no yaml block")
-	}
-	var compose struct {
-		Services map[string]struct {
-			Image       string
-			Ports       []string
-			Environment map[string]string
+	for _, want := range []string{
+		"sam local invoke SinkFunction -e events/schedule.json", "sam local start-lambda",
+		"aws lambda invoke --function-name SinkFunction", "--skip-pull-image",
+		"--add-host host.docker.internal:host-gateway", "env.local.json", "AWS_ENDPOINT_URL_STS",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("scripts/sam-local.sh does not run %q, which docs/local.md shows", want)
 		}
 	}
-	if err := yaml.Unmarshal([]byte(block[1]), &compose); err != nil {
-		t.Fatalf("compose block: %v", err)
-	}
-	published := map[string]string{} // host port -> image
-	for _, svc := range compose.Services {
-		for _, p := range svc.Ports {
-			parts := strings.Split(p, ":")
-			if len(parts) != 3 || parts[0] != "127.0.0.1" {
-				t.Errorf("port %q of %s is not published on 127.0.0.1 only", p, svc.Image)
-				continue
-			}
-			published[parts[1]] = svc.Image
-		}
-	}
+
 	var file map[string]map[string]string
 	if err := json.Unmarshal(readRepoFile(t, "env.local.json"), &file); err != nil {
 		t.Fatal(err)
 	}
 	local := file["SinkFunction"]
-	for k, image := range map[string]string{"AWS_ENDPOINT_URL_S3": "minio/", "AWS_ENDPOINT_URL_DYNAMODB": "amazon/dynamodb-local", "IGGY_ADDRESS": "apache/iggy:"} {
-		addr := strings.TrimPrefix(local[k], "http://")
-		_, port, _ := strings.Cut(addr, ":")
-		if !strings.HasPrefix(published[port], image) {
-			t.Errorf("%s points at port %s, which the compose block publishes for %q, want %s*", k, port, published[port], image)
+	for k, re := range map[string]string{
+		"AWS_ENDPOINT_URL_S3":       `minio server \S+ --address \$GW:(\d+)`,
+		"AWS_ENDPOINT_URL_DYNAMODB": `moto_server -H \$GW -p (\d+)`,
+		"IGGY_ADDRESS":              `testbroker -addr \$GW:(\d+)`,
+	} {
+		m := regexp.MustCompile(re).FindStringSubmatch(doc)
+		if m == nil {
+			t.Errorf("docs/local.md starts no server matching %s", re)
+			continue
+		}
+		if _, port, _ := strings.Cut(strings.TrimPrefix(local[k], "http://"), ":"); port != m[1] {
+			t.Errorf("%s = %s, but docs/local.md starts its server on port %s", k, local[k], m[1])
 		}
 	}
-	iggy := compose.Services["iggy"]
-	if iggy.Environment["IGGY_ROOT_USERNAME"] == "" || iggy.Environment["IGGY_ROOT_PASSWORD"] == "" {
-		t.Errorf("the iggy service sets no root credentials")
+	if local["SINK_INCLUDE_HEADERS"] != "true" {
+		t.Errorf("env.local.json does not turn headers on; docs/local.md shows them in the records")
 	}
 }

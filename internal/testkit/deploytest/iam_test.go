@@ -25,6 +25,7 @@ const (
 	sdkSecrets = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	sdkKMS     = "github.com/aws/aws-sdk-go-v2/service/kms"
 	sdkSSM     = "github.com/aws/aws-sdk-go-v2/service/ssm"
+	sdkLambda  = "github.com/aws/aws-sdk-go-v2/service/lambda"
 )
 
 // opActions maps an SDK operation (package path + "." + operation) to the
@@ -61,6 +62,7 @@ var opActions = map[string][]string{
 	sdkSecrets + ".GetSecretValue":     {"secretsmanager:GetSecretValue"},
 	sdkSecrets + ".DescribeSecret":     {"secretsmanager:DescribeSecret"},
 	sdkSSM + ".GetParameter":           {"ssm:GetParameter"},
+	sdkLambda + ".Invoke":              {"lambda:InvokeFunction"},
 }
 
 // implied are actions a service performs for the code on the function's
@@ -131,7 +133,7 @@ func codeActions(t *testing.T) map[string][]string {
 
 // isOperation says whether an SDK identifier names an operation's input.
 func isOperation(use string) bool {
-	for _, svc := range []string{sdkS3, sdkDynamo, sdkSecrets, sdkKMS, sdkSSM} {
+	for _, svc := range []string{sdkS3, sdkDynamo, sdkSecrets, sdkKMS, sdkSSM, sdkLambda} {
 		if strings.HasPrefix(use, svc+".") && !strings.Contains(strings.TrimPrefix(use, svc+"."), ".") {
 			return true
 		}
@@ -154,7 +156,7 @@ func sdkUses(t *testing.T, file string) map[string]string {
 	alias := map[string]string{} // local name -> import path
 	for _, imp := range f.Imports {
 		path, _ := strconv.Unquote(imp.Path.Value)
-		if !slices.Contains([]string{sdkS3, sdkS3Types, sdkDynamo, sdkSecrets, sdkKMS, sdkSSM}, path) {
+		if !slices.Contains([]string{sdkS3, sdkS3Types, sdkDynamo, sdkSecrets, sdkKMS, sdkSSM, sdkLambda}, path) {
 			continue
 		}
 		name := path[strings.LastIndexByte(path, '/')+1:]

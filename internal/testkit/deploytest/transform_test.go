@@ -113,7 +113,8 @@ func resourcesOfType(s *stack, typ string) []string {
 }
 
 func checkSchedule(t *testing.T, s *stack, cfn map[string]any) {
-	rules := resourcesOfType(s, "AWS::Events::Rule")
+	// The audit's rule and permission are checked in scale_test.go.
+	rules := slices.DeleteFunc(resourcesOfType(s, "AWS::Events::Rule"), func(id string) bool { return id == "AuditScheduleRule" })
 	if len(rules) != 1 {
 		t.Fatalf("want exactly one EventBridge rule, got %v", rules)
 	}
@@ -138,7 +139,7 @@ func checkSchedule(t *testing.T, s *stack, cfn map[string]any) {
 			t.Errorf("rule target sets %s: the function would not receive the scheduled event", k)
 		}
 	}
-	perms := resourcesOfType(s, "AWS::Lambda::Permission")
+	perms := slices.DeleteFunc(resourcesOfType(s, "AWS::Lambda::Permission"), func(id string) bool { return id == "AuditSchedulePermission" })
 	if len(perms) != 1 {
 		t.Fatalf("want one Lambda permission for the rule, got %v", perms)
 	}
@@ -225,6 +226,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_MAX_FILE_SIZE":     p("MaxFileSize"),
 		"SINK_MAX_FILE_AGE":      p("MaxFileAge"),
 		"SINK_COMPRESSION":       p("Compression"),
+		"SINK_INCLUDE_HEADERS":   p("IncludeHeaders"),
 		"SINK_PATH_TEMPLATE":     p("PathTemplate"),
 		"SINK_STATE_TABLE":       "Ref(StateTable)",
 		"SINK_METRICS_NAMESPACE": p("MetricsNamespace"),
@@ -235,6 +237,8 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"AWS_ENDPOINT_URL_DYNAMODB": "",
 		"SINK_PATH_STYLE":           "",
 		"SINK_CONFIG":               p("SinkConfig"),
+		"SINK_MAX_WORKERS":          p("MaxWorkers"),
+		"SINK_WORKER_RATE":          p("WorkerRate"),
 	}
 	if sc.maxMessages != "" {
 		want["SINK_MAX_MESSAGES_PER_FILE"] = sc.maxMessages
@@ -498,7 +502,7 @@ func checkLogs(t *testing.T, s *stack) {
 
 func checkAlarms(t *testing.T, s *stack) {
 	alarms := resourcesOfType(s, "AWS::CloudWatch::Alarm")
-	if !slices.Equal(alarms, []string{"ErrorsAlarm", "LagAlarm"}) {
+	if !slices.Equal(alarms, []string{"AuditAlarm", "ErrorsAlarm", "LagAlarm"}) { // AuditAlarm: scale_test.go
 		t.Fatalf("alarms = %v", alarms)
 	}
 	errs := s.resource("ErrorsAlarm", "AWS::CloudWatch::Alarm")
@@ -532,6 +536,8 @@ func checkOutputs(t *testing.T, s *stack, sc deployScenario) {
 		"ErrorsAlarmName": "Ref(ErrorsAlarm)",
 		"LagAlarmName":    "Ref(LagAlarm)",
 		"BucketName":      "iggy-archive",
+		"DashboardName":   "Ref(SinkDashboard)",
+		"AuditAlarmName":  "Ref(AuditAlarm)",
 	}
 	if sc.newBucket {
 		want["BucketName"] = "Ref(SinkBucket)"

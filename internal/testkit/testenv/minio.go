@@ -39,7 +39,9 @@ func StartMinIO(t testing.TB) *S3 {
 		addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
 		console := "127.0.0.1:" + strconv.Itoa(FreePort(t))
 		srv := startEnv(t, env, bin, "server", root, "--address", addr, "--console-address", console, "--quiet")
-		err := srv.waitHTTP("http://"+addr+"/minio/health/live", func(status int) bool { return status == http.StatusOK })
+		// Live is not enough: until MinIO has initialised its drive it answers
+		// 503 XMinioServerNotInitialized to S3 requests.
+		err := srv.waitHTTP("http://"+addr+"/minio/health/ready", func(status int) bool { return status == http.StatusOK })
 		if err == nil {
 			return &S3{
 				Endpoint:  "http://" + addr,

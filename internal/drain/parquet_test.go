@@ -346,7 +346,9 @@ func inputBytes(ss []sent) int {
 // memory, the same object rendered again by the recovery of a run that
 // died right after uploading it, and the object streamed from a second
 // read of the range as a multipart upload (over part_size) are the same
-// bytes: create-only writes meet no conflict.
+// bytes: create-only writes meet no conflict. Every codec runs in process;
+// the external stores see the default one (the bytes do not depend on the
+// store, the create-only comparisons do).
 func TestParquetSameBytesEveryPath(t *testing.T) {
 	parquetread.Available(t)
 	eachBackend(t, func(t *testing.T, w *world) {
@@ -363,7 +365,11 @@ func TestParquetSameBytesEveryPath(t *testing.T) {
 			}
 			return fmt.Appendf(nil, `{"n":%d,"level":"INFO","lat":%d.5,"pad":"%s"}`, n, n%100, pad)
 		})
-		for _, codec := range []string{"zstd", "snappy", "gzip", "none"} {
+		codecs := []string{"zstd", "snappy", "gzip", "none"}
+		if w.backend != "inproc" {
+			codecs = codecs[:1]
+		}
+		for _, codec := range codecs {
 			t.Run(codec, func(t *testing.T) {
 				t.Parallel()
 				w := w.with(t)

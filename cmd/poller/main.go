@@ -38,7 +38,8 @@ Commands:
            and the lag (read-only)
   render   read messages from stdin, one payload per line (-envelope: JSON
            envelopes), and write to stdout the object the sink would write
-           for them; needs only the configuration (no Iggy, no S3)
+           for them (-errors FILE: its error object, if any, to FILE);
+           needs only the configuration (no Iggy, no S3)
   local    start S3, DynamoDB and an Iggy test broker with sample traffic on
            127.0.0.1, write their environment to local.env, run until Ctrl-C
            (what "make local" runs)
@@ -65,6 +66,7 @@ type options struct {
 	// render
 	envelope          bool
 	stream, topic, at string
+	errorsFile        string
 	partition         uint
 	offset            uint64
 	// local
@@ -75,7 +77,7 @@ type options struct {
 var commandFlags = map[string][]string{
 	"run":    {"interval"},
 	"audit":  {"json"},
-	"render": {"envelope", "stream", "topic", "partition", "offset", "time"},
+	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors"},
 	"local":  {"env-file"},
 }
 
@@ -94,6 +96,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.UintVar(&o.partition, "partition", 0, "render: partition id")
 	fs.Uint64Var(&o.offset, "offset", 0, "render: offset of the first input line")
 	fs.StringVar(&o.at, "time", "", "render: server time of bare input lines, RFC 3339 (default: now)")
+	fs.StringVar(&o.errorsFile, "errors", "", `render: write the error object (invalid_payload = "error_object": the records that could not be written, JSON Lines) to this file`)
 	fs.BoolVar(&o.json, "json", false, "audit: print the report as one JSON document (progress lines still go to stderr)")
 	fs.StringVar(&o.envFile, "env-file", "local.env", "local: file to write the environment to (removed on exit)")
 	fs.Usage = func() {

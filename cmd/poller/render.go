@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -31,17 +32,29 @@ func (c *command) render(ctx context.Context) int {
 	if f, ok := c.stdin.(*os.File); ok && logging.IsTerminal(f) {
 		fmt.Fprintln(c.stderr, "poller render: reading messages from the terminal, one per line; end with Ctrl-D")
 	}
+	var errs bytes.Buffer
+	if c.opts.errorsFile != "" {
+		o.Errors = &errs
+	}
 	out := bufio.NewWriter(c.stdout)
 	res, err := app.Render(cfg, c.stdin, out, o)
 	if err == nil {
 		err = out.Flush()
+	}
+	if err == nil && c.opts.errorsFile != "" {
+		err = os.WriteFile(c.opts.errorsFile, errs.Bytes(), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(c.stderr, "poller render:", err)
 		return 1
 	}
 	fmt.Fprintf(c.stderr, "rendered %d messages into %d bytes: s3://%s/%s\n", res.Messages, res.Bytes, cfg.Plugin.Bucket, res.Key)
-	if res.InvalidPayloads > 0 {
+	switch {
+	case res.Rejected > 0 && c.opts.errorsFile != "":
+		fmt.Fprintf(c.stderr, "%d records could not be written and went to the error object s3://%s/%s (written to %s)\n", res.Rejected, cfg.Plugin.Bucket, res.ErrorsKey, c.opts.errorsFile)
+	case res.Rejected > 0:
+		fmt.Fprintf(c.stderr, "note: %d records could not be written and would go to the error object s3://%s/%s (-errors FILE writes it)\n", res.Rejected, cfg.Plugin.Bucket, res.ErrorsKey)
+	case res.InvalidPayloads > 0:
 		fmt.Fprintf(c.stderr, "note: %d payloads are not valid JSON and were kept as base64 strings (invalid_payload = %q)\n", res.InvalidPayloads, cfg.Plugin.InvalidPayload)
 	}
 	if res.Objects > 1 {

@@ -19,6 +19,9 @@ func TestMemoryBudget(t *testing.T) {
 		{"small objects, small polls", map[string]string{"SINK_MAX_FILE_SIZE": "1MiB", "SINK_BATCH_LENGTH": "100"}, 5*(1*mib+64<<10) + 4*100<<10 + 32*mib},
 		{"large parts dominate streamed objects", map[string]string{"SINK_MAX_FILE_SIZE": "1GiB", "SINK_PART_SIZE": "64MiB"}, 5*(128*mib) + 4*1000<<10 + 32*mib},
 		{"compression keeps a compressed copy", map[string]string{"SINK_COMPRESSION": "zstd"}, 5*((8*mib+64<<10)*3/2) + 4*1000<<10 + 48*mib},
+		{"parquet in memory: the messages and the file", map[string]string{"SINK_OUTPUT_FORMAT": "parquet"}, 5*(8*mib+64<<10+8*mib/3) + 4*1000<<10 + 32*mib},
+		{"parquet streamed: the parts and one row group", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_MAX_FILE_SIZE": "1GiB", "SINK_PARQUET_ROW_GROUP_SIZE": "96MiB", "SINK_PARQUET_COMPRESSION": "none"},
+			5*(16*mib+64<<10+96*mib) + 4*1000<<10 + 32*mib},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,10 +32,9 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 		streams[i] = drain.Stream{Name: s.Stream, Topics: s.Topics, Group: s.ConsumerGroup, Schema: s.Schema, BatchLength: s.BatchLength}
 	}
 	return drain.Options{
-		Streams: streams,
-		Names:   keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(format, comp)),
-		Records: batch.Options{Format: format, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
-			InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr},
+		Streams:              streams,
+		Names:                keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(format, comp)).WithErrors(pc.ErrorsPrefix()),
+		Records:              RecordOptions(cfg, tr),
 		Compression:          comp,
 		Rotation:             rot,
 		KeepLimit:            keepLimit,
@@ -44,4 +43,15 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 		PartitionConcurrency: pc.PartitionConcurrency,
 		CleanupTimeout:       CleanupTimeout,
 	}
+}
+
+// RecordOptions is how the configuration renders records (the drain's and
+// `poller render`'s): format, metadata, headers, invalid payloads, JSON
+// depth, transforms and the Parquet file's settings. Schema is per stream.
+func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
+	pc := &cfg.Plugin
+	return batch.Options{Format: batch.Format(pc.OutputFormat), IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
+		InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
+		Parquet: batch.ParquetOptions{Compression: pc.ParquetCompression, RowGroupBytes: pc.ParquetRowGroupSize,
+			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra}}
 }

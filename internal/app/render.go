@@ -36,6 +36,10 @@ type RenderOptions struct {
 	FirstOffset uint64
 	// Time is the server timestamp of bare lines; zero means now, to the second.
 	Time time.Time
+	// Errors receives the object's error object (invalid_payload =
+	// "error_object"): the records rejected to it, as JSON Lines. Nil
+	// discards it (RenderResult still counts them).
+	Errors io.Writer
 }
 
 // RenderResult describes the object Render wrote.
@@ -46,8 +50,13 @@ type RenderResult struct {
 	// Objects is how many objects the sink would cut these messages into
 	// (max_file_size / max_messages_per_file); Render writes them as one.
 	Objects int
-	// InvalidPayloads counts payloads kept as base64 (schema json, not JSON).
+	// InvalidPayloads counts payloads kept as base64 (schema json, not JSON)
+	// or, under "error_object", rejected to the error object.
 	InvalidPayloads uint64
+	// Rejected is the number of records in the error object, and ErrorsKey
+	// its key ("" when there is none).
+	Rejected  int
+	ErrorsKey string
 }
 
 // Render reads messages from in, one per line, and writes to out the object
@@ -85,30 +94,44 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 		return res, err
 	}
 	p := batch.Partition{Stream: o.Stream, Topic: o.Topic, ID: o.Partition}
-	bo := batch.Options{
-		Format: batch.Format(cfg.Plugin.OutputFormat), Schema: st.Schema,
-		IncludeMetadata: cfg.Plugin.IncludeMetadata, IncludeHeaders: cfg.Plugin.IncludeHeaders,
-		InvalidPayload: cfg.Plugin.InvalidPayload,
-	}
+	var tr batch.Transformer
 	if pipe.Len() > 0 {
-		bo.Transformer = pipe
+		tr = pipe
 	}
+	bo := RecordOptions(cfg, tr)
+	bo.Schema = st.Schema
 	res.Objects, err = countObjects(p, bo, rotation(cfg), msgs)
 	if err != nil {
 		return res, err
 	}
-	body, invalid, err := renderObject(p, bo, cfg, msgs)
+	r, err := renderObject(p, bo, cfg, msgs)
 	if err != nil {
 		return res, err
 	}
-	if _, err := out.Write(body); err != nil {
+	if _, err := out.Write(r.body); err != nil {
 		return res, fmt.Errorf("render: write: %w", err)
 	}
 	ext := batch.ObjectExt(bo.Format, batch.Compression(cfg.Plugin.Compression))
-	names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, ext).Partition(o.Stream, o.Topic, o.Partition)
-	res.Key = names.Object(msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp)
-	res.Messages, res.Bytes, res.InvalidPayloads = len(msgs), len(body), invalid
+	names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, ext).WithErrors(cfg.Plugin.ErrorsPrefix()).Partition(o.Stream, o.Topic, o.Partition)
+	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
+	res.Key = names.Object(first, last, ts)
+	res.Messages, res.Bytes, res.InvalidPayloads, res.Rejected = len(msgs), len(r.body), r.invalid, r.rejected
+	if r.rejected > 0 {
+		res.ErrorsKey = names.Errors(first, last, ts)
+		if o.Errors != nil {
+			if _, err := o.Errors.Write(r.errs); err != nil {
+				return res, fmt.Errorf("render: write the error object: %w", err)
+			}
+		}
+	}
 	return res, nil
+}
+
+// rendered is one object Render made, with its error object.
+type rendered struct {
+	body, errs []byte
+	rejected   int
+	invalid    uint64
 }
 
 // rotation is the sink's rule for where one object ends.
@@ -122,38 +145,55 @@ func rotation(cfg *config.Config) batch.Rotation {
 
 // renderObject builds the object as the sink does: in memory up to
 // multipart_threshold, then compressed in one go; larger objects through
-// an ObjectWriter, as the sink streams them.
-func renderObject(p batch.Partition, bo batch.Options, cfg *config.Config, msgs []batch.Message) ([]byte, uint64, error) {
+// an ObjectWriter, as the sink streams them (both passes for Parquet).
+func renderObject(p batch.Partition, bo batch.Options, cfg *config.Config, msgs []batch.Message) (rendered, error) {
+	var r rendered
 	enc, err := batch.NewEncoder(p, bo)
 	if err != nil {
-		return nil, 0, err
+		return r, err
 	}
 	acc := batch.NewAccumulator(enc, batch.Rotation{}, cfg.Plugin.MultipartThreshold)
 	for i := range msgs {
 		if _, err := acc.Add(&msgs[i]); err != nil {
-			return nil, 0, err
+			return r, err
 		}
 	}
+	r.invalid = enc.InvalidPayloads()
 	compression := batch.Compression(cfg.Plugin.Compression)
 	if !acc.Spilled() {
-		body, err := batch.Compress(nil, acc.Bytes(), compression)
-		return body, enc.InvalidPayloads(), err
+		data, errs, err := acc.Render()
+		if err != nil {
+			return r, err
+		}
+		r.errs, r.rejected = errs, bytes.Count(errs, []byte{'\n'})
+		r.body, err = batch.Compress(nil, data, compression)
+		return r, err
 	}
-	enc, err = batch.NewEncoder(p, bo)
-	if err != nil {
-		return nil, 0, err
+	if enc, err = batch.NewEncoder(p, bo); err != nil {
+		return r, err
 	}
 	var buf bytes.Buffer
 	ow, err := batch.NewObjectWriter(&buf, enc, compression)
 	if err != nil {
-		return nil, 0, err
+		return r, err
 	}
-	for i := range msgs {
-		if err := ow.Write(&msgs[i]); err != nil {
-			return nil, 0, err
+	for pass := 1; pass <= ow.Passes(); pass++ {
+		fn := ow.Write
+		if pass < ow.Passes() {
+			fn = ow.Observe
+		}
+		for i := range msgs {
+			if err := fn(&msgs[i]); err != nil {
+				return r, err
+			}
 		}
 	}
-	return buf.Bytes(), enc.InvalidPayloads(), ow.Close()
+	if err := ow.Close(); err != nil {
+		return r, err
+	}
+	r.body, r.rejected = buf.Bytes(), ow.Rejected()
+	r.errs, _ = ow.ErrorBytes() // no bound: all kept
+	return r, nil
 }
 
 // countObjects runs the sink's rotation over msgs.

@@ -72,6 +72,13 @@ func TestRenderMatchesTheSink(t *testing.T) {
 		{"raw gzip, transforms", map[string]string{"SINK_OUTPUT_FORMAT": "raw", "SINK_COMPRESSION": "gzip"}, true},
 		{"json_lines, schema raw, Hive path with {timestamp}", map[string]string{"SINK_SCHEMA": "raw",
 			"SINK_PATH_TEMPLATE": "{stream}/{topic}/year={year}/month={month}/day={day}/{timestamp}"}, false},
+		{"parquet", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_INCLUDE_HEADERS": "true"}, false},
+		{"parquet snappy, transforms", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_PARQUET_COMPRESSION": "snappy"}, true},
+		{"parquet, schema text", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_SCHEMA": "text"}, false},
+		{"parquet, error object", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_INVALID_PAYLOAD": "error_object", "SINK_INCLUDE_HEADERS": "true"}, true},
+		{"json_array, error object", map[string]string{"SINK_OUTPUT_FORMAT": "json_array", "SINK_INVALID_PAYLOAD": "error_object"}, false},
+		{"parquet, pinned schema, error object", map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_INVALID_PAYLOAD": "error_object",
+			"SINK_PARQUET_SCHEMA": `{"fields":[{"name":"id","type":"int64","required":true},{"name":"tags","type":{"list":"string"}}]}`}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,16 +87,22 @@ func TestRenderMatchesTheSink(t *testing.T) {
 				file = renderTransforms
 			}
 			cfg, key, want, addr := sinkObject(t, tc.env, file)
-			var out bytes.Buffer
-			res, err := Render(cfg, strings.NewReader(envelopes(t, addr)), &out, RenderOptions{Envelope: true, Partition: 1})
+			var out, errs bytes.Buffer
+			res, err := Render(cfg, strings.NewReader(envelopes(t, addr)), &out, RenderOptions{Envelope: true, Partition: 1, Errors: &errs})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Fatalf("render differs from the sink's object %s:\nrender %q\nsink   %q", key, out.Bytes(), want)
+			if !bytes.Equal(out.Bytes(), want[key]) {
+				t.Fatalf("render differs from the sink's object %s:\nrender %q\nsink   %q", key, out.Bytes(), want[key])
 			}
 			if res.Key != key || res.Messages != len(renderInputs) || res.Objects != 1 {
 				t.Fatalf("render result %+v, want key %s", res, key)
+			}
+			if len(want) != 1+min(res.Rejected, 1) || (res.Rejected > 0 && !bytes.Equal(errs.Bytes(), want[res.ErrorsKey])) {
+				t.Fatalf("%d records rejected to %s; the sink wrote %d objects; error objects:\nrender %q\nsink   %q", res.Rejected, res.ErrorsKey, len(want), errs.Bytes(), want[res.ErrorsKey])
+			}
+			if tc.env["SINK_INVALID_PAYLOAD"] == "error_object" && res.Rejected == 0 {
+				t.Fatal("no record was rejected")
 			}
 		})
 	}
@@ -97,9 +110,10 @@ func TestRenderMatchesTheSink(t *testing.T) {
 
 // sinkObject appends renderInputs to partition 1 of a broker, runs the sink
 // with the environment env (and TOML file) into an in-process S3, and
-// returns the configuration, the one object's key and bytes, and the
+// returns the configuration, the one data object's key, every object's
+// bytes by key (the data object's and its error object's, if any), and the
 // broker's address (the broker lives until the test ends).
-func sinkObject(t *testing.T, env map[string]string, file string) (*config.Config, string, []byte, string) {
+func sinkObject(t *testing.T, env map[string]string, file string) (*config.Config, string, map[string][]byte, string) {
 	t.Helper()
 	b, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -151,12 +165,19 @@ func sinkObject(t *testing.T, env map[string]string, file string) (*config.Confi
 		t.Fatalf("sink run: %d objects, %v", sum.Objects, err)
 	}
 	var key string
-	_ = sink.Objects.List(context.Background(), "", func(k string, _ int64) error { key = k; return nil })
-	body, err := sink.Objects.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, key, body, b.Addr()
+	bodies := map[string][]byte{}
+	_ = sink.Objects.List(context.Background(), "", func(k string, _ int64) error {
+		body, err := sink.Objects.Get(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[k] = body
+		if !strings.HasSuffix(k, ".errors.jsonl") {
+			key = k
+		}
+		return nil
+	})
+	return cfg, key, bodies, b.Addr()
 }
 
 // envelopes reads partition 1 back from the broker and writes it as

@@ -58,14 +58,18 @@ type Report struct {
 	// re-created: it is complete as it is, and the group's offset is not its.
 	Retired bool `json:"retired,omitempty"`
 	// Voided counts objects whose keys were fenced off (void markers).
-	Voided     int     `json:"voided,omitempty"`
-	Objects    int     `json:"objects"`
-	GapMarkers int     `json:"gap_markers"`
-	Messages   uint64  `json:"messages"`
-	Bytes      int64   `json:"bytes"`
-	First      *uint64 `json:"first,omitempty"`
-	Last       *uint64 `json:"last,omitempty"`
-	Committed  *uint64 `json:"committed,omitempty"`
+	Voided int `json:"voided,omitempty"`
+	// ErrorObjects counts the error objects (invalid_payload =
+	// "error_object"): records of a data object that could not be written
+	// to it. Their offsets are covered by that data object's range.
+	ErrorObjects int     `json:"error_objects,omitempty"`
+	Objects      int     `json:"objects"`
+	GapMarkers   int     `json:"gap_markers"`
+	Messages     uint64  `json:"messages"`
+	Bytes        int64   `json:"bytes"`
+	First        *uint64 `json:"first,omitempty"`
+	Last         *uint64 `json:"last,omitempty"`
+	Committed    *uint64 `json:"committed,omitempty"`
 	// StateWritten is the state's last written offset, when the state was
 	// read and is at this generation.
 	StateWritten *uint64  `json:"state_written,omitempty"`
@@ -147,9 +151,53 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 			pr.Total, pr.Done = total, true
 			o.Progress(pr)
 		}
-		reports = append(reports, verifyGenerations(p, ranges, voided)...)
+		errs, err := listErrors(ctx, l, names, p)
+		if err != nil {
+			return reports, err
+		}
+		reps := verifyGenerations(p, ranges, voided)
+		for i := range reps {
+			checkErrors(&reps[i], errs[reps[i].Generation])
+		}
+		reports = append(reports, reps...)
 	}
 	return reports, nil
+}
+
+// listErrors lists a partition's error objects by generation.
+func listErrors(ctx context.Context, l Lister, names *keys.Namer, p Partition) (map[uint32][]Range, error) {
+	lp, ok := names.Partition(p.Stream, p.Topic, p.Partition).ErrorsListPrefix()
+	if !ok {
+		return nil, nil
+	}
+	out := map[uint32][]Range{}
+	err := l.List(ctx, lp, func(key string, size int64) error {
+		if n, ok := keys.ParseErrorsName(key); ok && n.Partition == p.Partition {
+			out[n.Generation] = append(out[n.Generation], Range{First: n.First, Last: n.Last, Key: key, Size: size, Generation: n.Generation})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: list %q: %w", lp, err)
+	}
+	return out, nil
+}
+
+// checkErrors counts a generation's error objects; one whose range is no
+// data object's is noted (its records' offsets are not in that object).
+func checkErrors(rep *Report, errs []Range) {
+	rep.ErrorObjects = len(errs)
+	data := map[[2]uint64]bool{}
+	for _, r := range rep.Ranges {
+		if !r.Gap {
+			data[[2]uint64{r.First, r.Last}] = true
+		}
+	}
+	for _, e := range errs {
+		if !data[[2]uint64{e.First, e.Last}] {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("error object %s (%d..%d) has no data object of the same range", e.Key, e.First, e.Last))
+		}
+	}
 }
 
 // verifyGenerations splits a partition's ranges by generation and checks
@@ -299,6 +347,9 @@ func Write(w io.Writer, reports []Report) error {
 		}
 		if r.Voided > 0 {
 			fmt.Fprintf(w, "     note: %d voided object keys (void markers; they cover no offsets)\n", r.Voided)
+		}
+		if r.ErrorObjects > 0 {
+			fmt.Fprintf(w, "     note: %d error objects (records that could not be written; their offsets are in their data objects' ranges)\n", r.ErrorObjects)
 		}
 		for _, s := range r.Overlaps {
 			fmt.Fprintf(w, "     overlap: %s\n", s)

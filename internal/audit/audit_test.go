@@ -110,3 +110,44 @@ func TestCheckFindsEveryMarker(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckCountsErrorObjects: error objects are counted per partition and
+// generation, cover nothing of their own (their data objects' ranges cover
+// their offsets) and are never taken for data objects, wherever the error
+// prefix lies; one without a data object of its range is noted.
+func TestCheckCountsErrorObjects(t *testing.T) {
+	for _, tc := range []struct{ tpl, errPrefix string }{
+		{"{stream}/{topic}", "arch/_errors"},
+		{"{date}/{stream}/{topic}", "arch/_errors"}, // the data listing prefix holds the error prefix
+		{"{stream}/{topic}", "elsewhere"},
+	} {
+		t.Run(tc.tpl+" "+tc.errPrefix, func(t *testing.T) {
+			tp, err := keys.ParseTemplate(tc.tpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := keys.NewNamer("arch", tp, "parquet").WithErrors(tc.errPrefix)
+			pn := names.Partition("s", "t", 1)
+			l := listing{
+				pn.Object(0, 9, 0): 10, pn.Errors(0, 9, 0): 3,
+				pn.Object(10, 19, 0): 10, pn.Errors(10, 19, 0): 3,
+				pn.Object(20, 29, 0): 10, pn.Errors(20, 25, 0): 1, // no data object of that range
+			}
+			reports, err := Check(context.Background(), l, names, []Partition{{Stream: "s", Topic: "t", Partition: 1, Committed: u(29)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := reports[0]
+			if len(reports) != 1 || !r.OK() || r.Objects != 3 || r.Messages != 30 || r.ErrorObjects != 3 {
+				t.Fatalf("report %+v", r)
+			}
+			if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "has no data object of the same range") {
+				t.Errorf("notes %q", r.Notes)
+			}
+			var out strings.Builder
+			if err := Write(&out, reports); err != nil || !strings.Contains(out.String(), "3 error objects") {
+				t.Errorf("written report %q", out.String())
+			}
+		})
+	}
+}

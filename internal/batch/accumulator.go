@@ -15,18 +15,27 @@ type Rotation struct {
 // bytes in memory up to keepLimit bytes; beyond that it keeps counting sizes
 // but drops the bytes (Spilled reports it), so that the caller re-renders
 // the range by streaming through an ObjectWriter with bounded memory.
+//
+// Under invalid_payload "error_object" the records rejected to the error
+// object count towards the size as their error lines. For format parquet
+// it keeps the messages (payloads prepared: validated, compacted,
+// transformed) and writes the file when Render or Bytes asks for it; its
+// size is then the messages' payload and header bytes, the file's input.
 type Accumulator struct {
 	enc  *Encoder
 	rot  Rotation
 	keep int64
 
 	buf     []byte // header + records while not spilled
+	errs    []byte // error-object lines while not spilled (error_object)
 	scratch []byte // where records are rendered once spilled
+	pq      *pqStore
 
 	emptySize int64 // header + trailer
 	minRecord int64 // the smallest record any message can render to
 	size      int64
-	n         int
+	n         int // messages, rows and rejected records
+	data      int // records in the data object (json_array framing)
 	first     uint64
 	last      uint64
 	firstTS   uint64
@@ -41,6 +50,9 @@ func NewAccumulator(e *Encoder, r Rotation, keepLimit int64) *Accumulator {
 	a := &Accumulator{enc: e, rot: r, keep: keepLimit}
 	a.emptySize = int64(len(e.AppendHeader(nil)) + len(e.AppendTrailer(nil)))
 	a.minRecord = minRecordSize(e)
+	if e.format == fmtParquet {
+		a.pq = &pqStore{}
+	}
 	a.Reset()
 	return a
 }
@@ -48,7 +60,7 @@ func NewAccumulator(e *Encoder, r Rotation, keepLimit int64) *Accumulator {
 // minRecordSize is the length of the shortest framed record e can produce
 // after the first one: a one-byte payload value at offset 0 without headers.
 func minRecordSize(e *Encoder) int64 {
-	if e.format == fmtRaw {
+	if e.format == fmtRaw || e.format == fmtParquet {
 		return 0
 	}
 	probe := *e
@@ -75,47 +87,78 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	if a.n == 0 && !a.spilled {
 		a.presize()
 	}
-	target := a.buf
+	if a.pq != nil {
+		return a.addParquet(m)
+	}
+	target, lines := a.buf, a.errs
 	if a.spilled {
-		target = a.scratch[:0]
+		target, lines = a.scratch[:0], a.scratch[:0]
 	}
-	start := len(target)
+	start, lstart := len(target), len(lines)
 	invalid, bad := a.enc.invalid, a.enc.badHeaders
-	out, err := a.enc.AppendRecord(target, m, a.n == 0)
-	if err != nil {
+	out, err := a.enc.AppendRecord(target, m, a.data == 0)
+	rejected := err == ErrRejected
+	var recLen int64
+	switch {
+	case rejected:
+		lines = a.enc.lines.append(lines, m, m.Payload, invalidReason(a.enc.rejAt, len(m.Payload)))
+		recLen = int64(len(lines) - lstart)
+	case err != nil:
 		return false, err
+	default:
+		recLen = int64(len(out) - start)
 	}
-	recLen := int64(len(out) - start)
 	if a.n > 0 && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
 		// m is rendered again for the next object: count it there, not twice.
 		a.enc.invalid, a.enc.badHeaders = invalid, bad
-		if a.spilled {
-			a.scratch = out[:0]
-		} else {
-			a.buf = out[:start]
-		}
+		a.keepBuffers(out[:start], lines[:lstart])
 		a.rejected = true
 		return false, nil
 	}
 	a.size += recLen
+	a.note(m)
+	if !rejected {
+		a.data++
+	}
+	switch {
+	case a.spilled:
+		a.keepBuffers(out[:0], lines[:0])
+	case a.size > a.keep:
+		// The bytes so far are no longer needed: the caller re-renders the
+		// range. Keep only a scratch buffer the size of one record.
+		a.spilled = true
+		last := out[start:]
+		if rejected {
+			last = lines[lstart:]
+		}
+		a.scratch = append([]byte(nil), last...)[:0]
+		a.buf, a.errs = nil, nil
+	default:
+		a.buf, a.errs = out, lines
+	}
+	return true, nil
+}
+
+// keepBuffers takes back the (possibly grown) buffers a record was
+// rendered into.
+func (a *Accumulator) keepBuffers(out, lines []byte) {
+	if a.spilled {
+		if cap(lines) > cap(out) {
+			out = lines
+		}
+		a.scratch = out[:0]
+		return
+	}
+	a.buf, a.errs = out, lines
+}
+
+// note records m as the object's latest message.
+func (a *Accumulator) note(m *Message) {
 	if a.n == 0 {
 		a.first, a.firstTS = m.Offset, m.Timestamp
 	}
 	a.last, a.lastTS = m.Offset, m.Timestamp
 	a.n++
-	switch {
-	case a.spilled:
-		a.scratch = out[:0]
-	case a.size > a.keep:
-		// The bytes so far are no longer needed: the caller re-renders the
-		// range. Keep only a scratch buffer the size of one record.
-		a.spilled = true
-		a.scratch = append([]byte(nil), out[start:]...)[:0]
-		a.buf = nil
-	default:
-		a.buf = out
-	}
-	return true, nil
 }
 
 // presize gives the buffer, once, the capacity an object will need, so that
@@ -132,6 +175,12 @@ func (a *Accumulator) presize() {
 		want = min(want, 1<<20)
 	}
 	want += 64 << 10 // the record that does not fit is rendered before it is refused
+	if a.pq != nil {
+		if int64(cap(a.pq.arena)) < want {
+			a.pq.arena = make([]byte, 0, want)
+		}
+		return
+	}
 	if int64(cap(a.buf)) >= want {
 		return
 	}
@@ -189,20 +238,52 @@ func (a *Accumulator) Spilled() bool { return a.spilled }
 
 // Bytes returns the complete uncompressed object (header, records,
 // trailer). It is valid only if !Spilled() and aliases the internal buffer
-// until the next Add or Reset.
+// until the next Add or Reset. It is nil when the Parquet file could not be
+// written (Render returns why).
 func (a *Accumulator) Bytes() []byte {
-	if a.spilled {
+	data, _, err := a.Render()
+	if err != nil {
 		return nil
 	}
-	return a.enc.AppendTrailer(a.buf)
+	return data
+}
+
+// Render returns the complete uncompressed object and its error object:
+// the lines of the records rejected to it (invalid_payload "error_object"),
+// nil when there are none. Both are valid only if !Spilled() and alias
+// internal buffers until the next Add or Reset. For format parquet, the
+// first call writes the file (both passes over the kept messages); it does
+// not touch the Encoder's state, so the Encoder may fill another
+// Accumulator meanwhile.
+func (a *Accumulator) Render() (data, errs []byte, err error) {
+	if a.spilled {
+		return nil, nil, nil
+	}
+	if a.pq != nil {
+		if err := a.build(); err != nil {
+			return nil, nil, err
+		}
+		if len(a.pq.errs) > 0 {
+			errs = a.pq.errs
+		}
+		return a.pq.out, errs, nil
+	}
+	if len(a.errs) > 0 {
+		errs = a.errs
+	}
+	return a.enc.AppendTrailer(a.buf), errs, nil
 }
 
 // Reset empties the object, keeping its buffers for reuse.
 func (a *Accumulator) Reset() {
 	a.buf = a.enc.AppendHeader(a.buf[:0])
+	a.errs = a.errs[:0]
 	a.scratch = a.scratch[:0]
+	if a.pq != nil {
+		a.pq.reset()
+	}
 	a.size = a.emptySize
-	a.n = 0
+	a.n, a.data = 0, 0
 	a.first, a.last, a.firstTS, a.lastTS = 0, 0, 0, 0
 	a.spilled = false
 	a.rejected = false

@@ -1,3 +1,4 @@
 // Package batch turns the messages of one partition into the bytes of one
-// object: record encoding, framing, compression and rotation rules.
+// object (JSON Lines, JSON array, raw or Parquet) and of its error object:
+// record encoding, framing, compression and rotation rules.
 package batch

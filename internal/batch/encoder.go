@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
 type formatKind uint8
@@ -14,6 +15,7 @@ const (
 	fmtLines formatKind = iota
 	fmtArray
 	fmtRaw
+	fmtParquet
 )
 
 type schemaKind uint8
@@ -33,6 +35,7 @@ type Encoder struct {
 	meta        bool
 	headers     bool
 	failInvalid bool
+	errorObject bool // invalid_payload "error_object": AppendRecord returns ErrRejected
 	transformer Transformer
 	members     MemberTransformer // the transformer, when it takes the members the scanner found
 
@@ -60,6 +63,16 @@ type Encoder struct {
 
 	invalid    uint64
 	badHeaders uint64
+
+	// rejAt is where the payload AppendRecord last rejected stops being JSON.
+	rejAt int
+	// lines renders error-object lines (error_object).
+	lines errorLines
+
+	// pq holds the Parquet file options (format parquet only); checker
+	// decides, as the file will, which payloads a pinned schema rejects.
+	pq      *parquet.Options
+	checker *parquet.Checker
 }
 
 // NewEncoder returns an encoder for partition p. It fails on an unknown
@@ -83,8 +96,10 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 		e.format = fmtArray
 	case FormatRaw:
 		e.format = fmtRaw
+	case FormatParquet:
+		e.format = fmtParquet
 	default:
-		return nil, fmt.Errorf("batch: unknown output format %q (accepted: json_lines, json_array, raw)", o.Format)
+		return nil, fmt.Errorf("batch: unknown output format %q (accepted: json_lines, json_array, raw, parquet)", o.Format)
 	}
 	switch o.Schema {
 	case SchemaJSON:
@@ -100,8 +115,16 @@ func NewEncoder(p Partition, o Options) (*Encoder, error) {
 	case "", InvalidBase64:
 	case InvalidFail:
 		e.failInvalid = true
+	case InvalidErrorObject:
+		e.errorObject = true
 	default:
-		return nil, fmt.Errorf("batch: unknown invalid_payload %q (accepted: base64, fail)", o.InvalidPayload)
+		return nil, fmt.Errorf("batch: unknown invalid_payload %q (accepted: base64, fail, error_object)", o.InvalidPayload)
+	}
+	e.lines = newErrorLines(p, o.IncludeHeaders)
+	if e.format == fmtParquet {
+		if err := e.parquetOptions(p, o); err != nil {
+			return nil, err
+		}
 	}
 	t := []byte(`","stream":`)
 	t = jsonscan.AppendString(t, []byte(p.Stream))
@@ -129,7 +152,9 @@ func (e *Encoder) AppendTrailer(dst []byte) []byte {
 }
 
 // InvalidPayloads counts the payloads kept as base64 because they were not
-// valid JSON under schema json.
+// valid JSON under schema json, or (error_object) rejected to the error
+// object: not valid JSON, or, by an Accumulator, not fitting a pinned
+// Parquet schema.
 func (e *Encoder) InvalidPayloads() uint64 { return e.invalid }
 
 // MalformedHeaders counts messages whose user-header bytes did not parse;
@@ -138,8 +163,14 @@ func (e *Encoder) MalformedHeaders() uint64 { return e.badHeaders }
 
 // AppendRecord appends message m's framed record to dst: for json_array a
 // leading ',' unless first, for json_lines a trailing '\n'. On error dst is
-// returned unchanged.
+// returned unchanged; ErrRejected (invalid_payload "error_object") means
+// m's record belongs in the error object (AppendErrorLine renders it).
+// Parquet records are not framed one by one: use an Accumulator or an
+// ObjectWriter.
 func (e *Encoder) AppendRecord(dst []byte, m *Message, first bool) ([]byte, error) {
+	if e.format == fmtParquet {
+		return dst, errParquetRecord
+	}
 	if e.format == fmtRaw {
 		out, err := e.appendRawPayload(dst, m)
 		if err != nil {
@@ -251,6 +282,10 @@ func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 			}
 		}
 		e.invalid++
+		if e.errorObject {
+			e.rejAt = at
+			return dst, ErrRejected
+		}
 		return jsonscan.AppendBase64(dst, m.Payload), nil
 	}
 	if e.transformer != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
 // Format is an object's output format (plugin_config output_format).
@@ -15,6 +16,9 @@ const (
 	FormatJSONLines Format = "json_lines"
 	FormatJSONArray Format = "json_array"
 	FormatRaw       Format = "raw"
+	// FormatParquet is one Parquet file per object (internal/parquet): its
+	// schema inferred from the object's payloads, or pinned.
+	FormatParquet Format = "parquet"
 )
 
 // Ext is the object name extension of f without a compression suffix.
@@ -24,6 +28,8 @@ func (f Format) Ext() string {
 		return "jsonl"
 	case FormatJSONArray:
 		return "json"
+	case FormatParquet:
+		return "parquet"
 	}
 	return "bin"
 }
@@ -38,10 +44,14 @@ const (
 	SchemaAvro       = "avro"
 )
 
-// What to do with a payload that is not JSON under schema json.
+// What to do with a payload that is not JSON under schema json (or, for
+// Parquet, does not fit a pinned schema).
 const (
 	InvalidBase64 = "base64"
 	InvalidFail   = "fail"
+	// InvalidErrorObject leaves the record out of the object and writes it
+	// to the object's error object instead (ErrorLine).
+	InvalidErrorObject = "error_object"
 )
 
 // Options selects how records are rendered.
@@ -52,7 +62,9 @@ type Options struct {
 	IncludeHeaders  bool
 	// InvalidPayload: "base64" (or "") keeps a payload that is not valid JSON
 	// under schema json as a base64 string and counts it; "fail" makes
-	// AppendRecord return an *InvalidPayloadError.
+	// AppendRecord return an *InvalidPayloadError; "error_object" leaves
+	// the record out (AppendRecord returns ErrRejected), and Accumulator and
+	// ObjectWriter write it to the object's error object, counted too.
 	InvalidPayload string
 	// Transformer is optional; it is applied to JSON payloads (schema json,
 	// and raw/proto/flatbuffer/avro payloads that are JSON objects) before
@@ -62,6 +74,30 @@ type Options struct {
 	// JSON (plugin_config max_json_depth); 0 means jsonscan.DefaultMaxDepth
 	// (128). A deeper payload is invalid: base64 or an error, per InvalidPayload.
 	MaxJSONDepth int
+	// Parquet configures FormatParquet; it is ignored by the other formats.
+	Parquet ParquetOptions
+}
+
+// ParquetOptions are the Parquet file's own settings (the whole-object
+// Compression does not apply to Parquet: a file compresses its pages).
+type ParquetOptions struct {
+	// Compression of every page: "zstd" (the default when empty), "snappy",
+	// "gzip" or "none".
+	Compression string
+	// RowGroupBytes ends a row group once its input (payload and header
+	// bytes) reaches it; 0 means parquet.DefaultRowGroupBytes.
+	RowGroupBytes int64
+	// PageBytes is a data page's target size before compression; 0 means
+	// parquet.DefaultPageBytes.
+	PageBytes int
+	// Schema pins the payload columns (schema json only); nil infers them
+	// per object. A record that does not fit is rejected like an invalid
+	// payload, so a pinned schema needs InvalidPayload "error_object" or
+	// "fail".
+	Schema *parquet.PinnedSchema
+	// KeepExtra keeps the members a pinned schema does not name as one JSON
+	// object column, payload_extra; false drops them.
+	KeepExtra bool
 }
 
 // Transformer rewrites one JSON payload, which the encoder has validated and
@@ -83,6 +119,11 @@ type MemberTransformer interface {
 // ErrInvalidJSON is wrapped by InvalidPayloadError when a payload under
 // schema json is not valid JSON.
 var ErrInvalidJSON = errors.New("payload is not valid JSON")
+
+// ErrRejected is what AppendRecord returns, under InvalidPayload
+// "error_object", for a message whose record belongs in the error object:
+// nothing was appended. Accumulator and ObjectWriter handle it.
+var ErrRejected = errors.New("batch: record rejected to the error object")
 
 // InvalidPayloadError names the message whose payload could not be encoded
 // under InvalidPayload "fail". It never carries payload bytes, which may be
@@ -122,6 +163,8 @@ func (f Format) ContentType() string {
 		return "application/x-ndjson"
 	case FormatJSONArray:
 		return "application/json"
+	case FormatParquet:
+		return "application/vnd.apache.parquet"
 	default:
 		return "application/octet-stream"
 	}

@@ -271,7 +271,7 @@ func TestEmptyObject(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"parquet", "jsonl.lz4", "txt", ""} {
+	for _, bad := range []string{"parquet.zst", "parquet.gz", "jsonl.lz4", "txt", ""} {
 		if _, ok := EmptyObject(bad); ok {
 			t.Errorf("EmptyObject(%q) = true", bad)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
 // Config is the whole sink configuration: the upstream connector file's
@@ -48,7 +49,7 @@ type Plugin struct {
 	// the cap is S3's object limit, 5 TiB.
 	MaxFileSize        int64
 	MaxMessagesPerFile uint64 // 0 = unset
-	OutputFormat       string // json_lines | json_array | raw
+	OutputFormat       string // json_lines | json_array | raw | parquet
 	IncludeMetadata    bool
 	IncludeHeaders     bool
 	MaxAttempts        int // total upload attempts including the first
@@ -58,7 +59,7 @@ type Plugin struct {
 	StateTable           string
 	MaxFileAge           time.Duration
 	Compression          string // none | gzip | zstd
-	InvalidPayload       string // base64 | fail
+	InvalidPayload       string // base64 | fail | error_object
 	ServerSideEncryption string // "" | AES256 | aws:kms
 	SSEKMSKeyID          string
 	PartitionConcurrency int
@@ -81,6 +82,19 @@ type Plugin struct {
 	MaxWorkers    int
 	WorkerRate    int
 	SettleTimeout time.Duration
+
+	// ErrorPrefix is where error objects go (invalid_payload =
+	// "error_object"), as given ("" for the default: use ErrorsPrefix).
+	ErrorPrefix string
+	// The Parquet file's own settings (output_format = "parquet").
+	ParquetCompression  string // zstd | snappy | gzip | none
+	ParquetRowGroupSize int64  // input bytes per row group
+	ParquetPageSize     int64  // a data page's target size before compression
+	// ParquetSchema is the pinned schema as given: a file path, inline JSON,
+	// or a TOML table (kept as its JSON); PinnedSchema is it parsed.
+	ParquetSchema    string
+	PinnedSchema     *parquet.PinnedSchema
+	ParquetKeepExtra bool
 }
 
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.

@@ -327,7 +327,7 @@ func TestOptionsCoverEveryField(t *testing.T) {
 	for _, o := range options {
 		covered[reflect.ValueOf(o.ptr(&c, &s)).Pointer()] = true
 	}
-	derived := map[string]bool{"Plugin.Template": true} // parsed from PathTemplate
+	derived := map[string]bool{"Plugin.Template": true, "Plugin.PinnedSchema": true} // parsed from PathTemplate, ParquetSchema
 	for _, st := range []struct {
 		name string
 		v    reflect.Value

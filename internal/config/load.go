@@ -529,6 +529,9 @@ func (l *loader) finish() error {
 	if err := l.checkKeysDistinct(seen); err != nil {
 		return err
 	}
+	if err := l.checkParquet(); err != nil {
+		return err
+	}
 	return l.checkNamesDistinct()
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -40,6 +41,7 @@ type option struct {
 	fix          func(c *Config, s *Stream) error
 	alias        string // another accepted key inside the table (upstream's serde alias)
 	url          bool   // a URL: its userinfo is redacted wherever the value is shown
+	tableOK      bool   // a string option that a TOML table may also give (kept as its JSON)
 }
 
 func (o *option) secret() bool { return o.kind == kSecret }
@@ -52,7 +54,8 @@ var (
 	fileRotations      = []string{"size", "messages"}
 	outputFormats      = []string{"json_lines", "json_array", "raw"}
 	compressions       = []string{"none", "gzip", "zstd"}
-	invalidPayloads    = []string{"base64", "fail"}
+	invalidPayloads    = []string{"base64", "fail", "error_object"}
+	parquetCodecs      = []string{"zstd", "snappy", "gzip", "none"}
 	serverSideEncrypts = []string{"AES256", "aws:kms"}
 )
 
@@ -222,7 +225,7 @@ func buildOptions() []*option {
 				return nil
 			}
 		}),
-		with(plugin("output_format", kString, "json_lines", "json_lines (.jsonl), json_array (.json) or raw (.bin)", func(p *Plugin) any { return &p.OutputFormat }), func(o *option) {
+		with(plugin("output_format", kString, "json_lines", "json_lines (.jsonl), json_array (.json), raw (.bin) or parquet (.parquet; see parquet_*)", func(p *Plugin) any { return &p.OutputFormat }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error {
 				switch strings.ToLower(c.Plugin.OutputFormat) {
 				case "json_lines", "jsonl", "jsonlines":
@@ -231,10 +234,12 @@ func buildOptions() []*option {
 					c.Plugin.OutputFormat = "json_array"
 				case "raw":
 					c.Plugin.OutputFormat = "raw"
+				case "parquet":
+					c.Plugin.OutputFormat = "parquet"
 				case "json":
 					return errors.New(`"json" is ambiguous (refused upstream too): use json_lines or json_array`)
 				default:
-					return errors.New("accepted values: json_lines (or jsonl, jsonlines), json_array, raw")
+					return errors.New("accepted values: json_lines (or jsonl, jsonlines), json_array, raw, parquet")
 				}
 				return nil
 			}
@@ -253,10 +258,10 @@ func buildOptions() []*option {
 		with(plugin("max_file_age", kDuration, "5m", "write a partial object once its first message is this old", func(p *Plugin) any { return &p.MaxFileAge }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).MaxFileAge }, 1)
 		}),
-		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst)", func(p *Plugin) any { return &p.Compression }), func(o *option) {
+		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst); none with parquet (see parquet_compression)", func(p *Plugin) any { return &p.Compression }), func(o *option) {
 			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).Compression }, compressions...)
 		}),
-		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json: base64 (keep, encoded) or fail (stop the partition)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
+		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json (or for parquet_schema): base64 (keep, encoded), fail (stop the partition) or error_object (write it to an error object under error_prefix and go on)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
 			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).InvalidPayload }, invalidPayloads...)
 		}),
 		with(plugin("server_side_encryption", kString, "", "S3 server-side encryption: AES256 or aws:kms (unset = bucket default)", func(p *Plugin) any { return &p.ServerSideEncryption }), func(o *option) {
@@ -304,6 +309,28 @@ func buildOptions() []*option {
 		with(plugin("settle_timeout", kDuration, "5s", "Lambda fan-out: longest wait for the workers to join the consumer group", func(p *Plugin) any { return &p.SettleTimeout }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).SettleTimeout }, 1)
 		}),
+		with(plugin("error_prefix", kString, "<prefix>/_errors", "where error objects go (invalid_payload = \"error_object\"): <error_prefix>/<path_template>/<partition>-<first>-<last>.errors.jsonl; the leading '_' keeps them out of Athena, Hive and Spark tables over the prefix", func(p *Plugin) any { return &p.ErrorPrefix }), func(o *option) {
+			o.computed = true
+			o.fix = func(c *Config, _ *Stream) error { return keys.CheckPrefix(c.Plugin.ErrorPrefix) }
+		}),
+		with(plugin("parquet_compression", kString, "zstd", "output_format = \"parquet\": page compression: "+strings.Join(parquetCodecs, ", "), func(p *Plugin) any { return &p.ParquetCompression }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).ParquetCompression }, parquetCodecs...)
+		}),
+		with(plugin("parquet_row_group_size", kByteSize, "128MiB", "output_format = \"parquet\": a row group ends once its input (payload and header bytes) reaches this (64KiB..5TiB); a streamed object holds about a fifth of it in memory", func(p *Plugin) any { return &p.ParquetRowGroupSize }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.ParquetRowGroupSize }, 64<<10, maxObjectSize, "between 64KiB and 5TiB")
+		}),
+		with(plugin("parquet_page_size", kByteSize, "1MiB", "output_format = \"parquet\": a data page's target size before compression (1KiB..1GiB)", func(p *Plugin) any { return &p.ParquetPageSize }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.ParquetPageSize }, 1<<10, gib, "between 1KiB and 1GiB")
+		}),
+		with(plugin("parquet_schema", kString, "", "output_format = \"parquet\": pin the payload columns instead of inferring them per object: a JSON schema file's path, the JSON itself, or a TOML table ({fields = [{name, type, required}]}); records that do not fit follow invalid_payload (error_object or fail)", func(p *Plugin) any { return &p.ParquetSchema }), func(o *option) {
+			o.tableOK = true
+			o.fix = func(c *Config, _ *Stream) error {
+				s, err := loadPinnedSchema(c.Plugin.ParquetSchema)
+				c.Plugin.PinnedSchema = s
+				return err
+			}
+		}),
+		plugin("parquet_keep_extra", kBool, "false", "output_format = \"parquet\" with parquet_schema: keep the payload members the schema does not name as one JSON column, payload_extra (false drops them)", func(p *Plugin) any { return &p.ParquetKeepExtra }),
 
 		with(iggy("address", kString, "127.0.0.1:8090", "Iggy server TCP address host:port", func(i *Iggy) any { return &i.Address }), func(o *option) {
 			o.nonEmpty = true
@@ -345,8 +372,18 @@ func (o *option) setTOML(c *Config, s *Stream, v any) error {
 	p := o.ptr(c, s)
 	switch o.kind {
 	case kString, kSecret:
+		if m, ok := v.(map[string]any); ok && o.tableOK {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("the table cannot be read as JSON: %w", err)
+			}
+			return o.setString(p, string(b))
+		}
 		x, ok := v.(string)
 		if !ok {
+			if o.tableOK {
+				return fmt.Errorf("expected a string (a file path or JSON) or a table, got %s", tomlType(v))
+			}
 			return fmt.Errorf("%w, got %s", errExpectedString, tomlType(v))
 		}
 		return o.setString(p, x)

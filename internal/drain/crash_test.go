@@ -16,14 +16,18 @@ import (
 // TestCrashAtEveryStep aborts a run at every step of writing an object, as
 // a dying process would (no lease release, no group leave), for several
 // seeds that pick which object the crash hits and whether objects are built
-// in memory or streamed. The next runs must finish the work with every
-// message exactly once and a clean audit.
+// in memory or streamed, as JSON Lines or Parquet. The next runs must
+// finish the work with every message exactly once and a clean audit.
 func TestCrashAtEveryStep(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		seeds := []int{1, 2, 5}
+		variants := []struct {
+			seed   int
+			format string
+		}{{1, "json_lines"}, {2, "json_lines"}, {5, "json_lines"}, {3, "parquet"}, {4, "parquet"}}
 		for _, step := range drain.Steps {
-			for _, seed := range seeds {
-				name := fmt.Sprintf("%s/seed-%d", step, seed)
+			for _, v := range variants {
+				seed, format := v.seed, v.format
+				name := fmt.Sprintf("%s/%s-seed-%d", step, format, seed)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel() // mostly waiting for the crashed run's lease
 					w := w.with(t)
@@ -34,6 +38,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 					set["SINK_FILE_ROTATION"] = "messages"
 					set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
 					set["SINK_BATCH_LENGTH"] = "40"
+					set["SINK_OUTPUT_FORMAT"] = format
 					cfg := w.config(set)
 
 					var hits atomic.Int64
@@ -62,7 +67,11 @@ func TestCrashAtEveryStep(t *testing.T) {
 					}
 					healthy := w.sink(cfg, app.Options{KeepLimit: opts.KeepLimit})
 					w.drainUntilQuiet(healthy, topic, 20)
-					w.checkExactlyOnce(healthy, topic, "json_lines")
+					if format == "parquet" {
+						w.checkParquet(healthy, parquetCheck{topic: topic, prefix: "archive/", types: producedTypes})
+					} else {
+						w.checkExactlyOnce(healthy, topic, format)
+					}
 					w.auditClean(healthy)
 				})
 			}

@@ -130,8 +130,14 @@ func (m *model) note(format string, args ...any) {
 
 // reconfigure draws a format, compression and rotation for the next runs.
 func (m *model) reconfigure() {
-	m.set["SINK_OUTPUT_FORMAT"] = []string{"json_lines", "json_array", "raw"}[m.rng.IntN(3)]
+	m.set["SINK_OUTPUT_FORMAT"] = []string{"json_lines", "json_array", "raw", "parquet"}[m.rng.IntN(4)]
 	m.set["SINK_COMPRESSION"] = []string{"none", "gzip", "zstd"}[m.rng.IntN(3)]
+	delete(m.set, "SINK_PARQUET_COMPRESSION")
+	if m.set["SINK_OUTPUT_FORMAT"] == "parquet" {
+		// A Parquet file compresses its own pages.
+		m.set["SINK_COMPRESSION"] = "none"
+		m.set["SINK_PARQUET_COMPRESSION"] = []string{"zstd", "snappy", "gzip", "none"}[m.rng.IntN(4)]
+	}
 	if m.rng.IntN(2) == 0 {
 		m.set["SINK_FILE_ROTATION"], m.set["SINK_MAX_MESSAGES_PER_FILE"] = "messages", strconv.Itoa(3+m.rng.IntN(40))
 		delete(m.set, "SINK_MAX_FILE_SIZE")
@@ -143,7 +149,7 @@ func (m *model) reconfigure() {
 	if m.rng.IntN(3) == 0 {
 		m.keep = 512 // objects above it are re-read from Iggy and streamed
 	}
-	m.note("config %s/%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.rotation(), m.keep)
+	m.note("config %s/%s%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.set["SINK_PARQUET_COMPRESSION"], m.rotation(), m.keep)
 }
 
 func (m *model) rotation() string {
@@ -352,11 +358,17 @@ type span struct {
 	gap, raw    bool
 	key         string
 	records     []modelRecord
+	// parquet: records are the rows pyarrow reads back, duck those DuckDB
+	// reads, compared with the payloads by value; unchecked when the
+	// readers are not installed (never in CI).
+	parquet, unchecked bool
+	duck               []modelRecord
 }
 
 type modelRecord struct {
 	offset  uint64
 	payload []byte
+	row     map[string]any // a Parquet row's payload fields
 }
 
 // coverage lists every object and gap marker, voided keys left out.
@@ -375,6 +387,7 @@ func (m *model) coverage(s *app.Sink) map[genPart][]span {
 		m.t.Fatal(err)
 	}
 	cov := map[genPart][]span{}
+	pq := map[string][]byte{}
 	for _, key := range listed {
 		n, ok := keys.ParseName(key)
 		if !ok || n.Void || voided[key] {
@@ -386,7 +399,11 @@ func (m *model) coverage(s *app.Sink) map[genPart][]span {
 			if err != nil {
 				m.t.Fatal(err)
 			}
-			sp.records, sp.raw = m.decodeAny(key, body)
+			if sp.parquet = strings.HasSuffix(key, ".parquet"); sp.parquet {
+				pq[key] = body // read back below, all in one process
+			} else {
+				sp.records, sp.raw = m.decodeAny(key, body)
+			}
 		}
 		gp := genPart{n.Generation, n.Partition}
 		cov[gp] = append(cov[gp], sp)
@@ -394,6 +411,7 @@ func (m *model) coverage(s *app.Sink) map[genPart][]span {
 			m.t.Logf("listed %s", key)
 		}
 	}
+	m.readParquet(cov, pq)
 	return cov
 }
 
@@ -498,11 +516,32 @@ func checkRecords(sp span, sent []sent) error {
 		}
 		return nil
 	}
-	if uint64(len(sp.records)) != sp.last-sp.first+1 {
-		return fmt.Errorf("%s holds %d records for %d..%d", sp.key, len(sp.records), sp.first, sp.last)
+	if sp.unchecked {
+		return nil
 	}
-	for i, r := range sp.records {
-		if r.offset != sp.first+uint64(i) || !bytes.Equal(r.payload, sent[r.offset].payload) {
+	if sp.parquet {
+		if err := checkRows(sp, sp.duck, sent); err != nil {
+			return fmt.Errorf("read by DuckDB: %w", err)
+		}
+	}
+	return checkRows(sp, sp.records, sent)
+}
+
+func checkRows(sp span, records []modelRecord, sent []sent) error {
+	if uint64(len(records)) != sp.last-sp.first+1 {
+		return fmt.Errorf("%s holds %d records for %d..%d", sp.key, len(records), sp.first, sp.last)
+	}
+	for i, r := range records {
+		if r.offset != sp.first+uint64(i) {
+			return fmt.Errorf("%s record %d: offset %d", sp.key, i, r.offset)
+		}
+		if sp.parquet {
+			if err := sameRow(r.row, sent[r.offset].payload); err != nil {
+				return fmt.Errorf("%s record %d (offset %d): %w", sp.key, i, r.offset, err)
+			}
+			continue
+		}
+		if !bytes.Equal(r.payload, sent[r.offset].payload) {
 			return fmt.Errorf("%s record %d: offset %d payload %.40s", sp.key, i, r.offset, r.payload)
 		}
 	}

@@ -20,27 +20,79 @@ func (e *missingError) Error() string {
 	return fmt.Sprintf("offsets %d..%d are no longer in Iggy", e.First, e.Last)
 }
 
+// errorLines is what rendering an object left for its error object: how
+// many records were rejected to it, and their lines when they fit in
+// KeepLimit (else the error object is streamed by a render of its own).
+type errorLines struct {
+	rejected int
+	body     []byte
+	kept     bool
+}
+
 // stream re-reads first..last from Iggy and streams the rendered object,
-// so that an object of any size is written with bounded memory.
-func (c *committer) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
-	return c.p.r.Objects.Stream(ctx, c.object(key), func(dst io.Writer) error {
+// so that an object of any size is written with bounded memory. A format
+// that needs the messages twice (Parquet: its schema comes first) reads
+// the range twice.
+func (c *committer) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, errorLines, error) {
+	var el errorLines
+	res, err := c.p.r.Objects.Stream(ctx, c.object(key), func(dst io.Writer) error {
 		ow, err := batch.NewObjectWriter(dst, c.enc, c.p.r.Options.Compression)
 		if err != nil {
 			return err
 		}
-		if err := c.render(ctx, first, last, ow.Write); err != nil {
+		ow.KeepErrors(max(c.p.r.Options.KeepLimit, 1))
+		if err := c.passes(ctx, ow, first, last); err != nil {
+			return err
+		}
+		if err := ow.Close(); err != nil {
+			return err
+		}
+		el.rejected = ow.Rejected()
+		el.body, el.kept = ow.ErrorBytes()
+		return nil
+	})
+	return res, el, err
+}
+
+// streamErrors renders first..last again for its error object alone (its
+// lines outgrew KeepLimit) and streams that to key.
+func (c *committer) streamErrors(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
+	return c.p.r.Objects.Stream(ctx, errorsObject(key), func(dst io.Writer) error {
+		ow, err := batch.NewObjectWriter(io.Discard, c.enc, batch.CompressionNone)
+		if err != nil {
+			return err
+		}
+		ow.StreamErrors(dst)
+		if err := c.passes(ctx, ow, first, last); err != nil {
 			return err
 		}
 		return ow.Close()
 	})
 }
 
-// render reads exactly first..last and hands each message to fn in order.
-func (c *committer) render(ctx context.Context, first, last uint64, fn func(*batch.Message) error) error {
+// passes gives ow the range as many times as its format needs: Observe
+// on every pass but the last, Write on the last.
+func (c *committer) passes(ctx context.Context, ow *batch.ObjectWriter, first, last uint64) error {
+	n := ow.Passes()
+	for pass := 1; pass <= n; pass++ {
+		fn := ow.Write
+		if pass < n {
+			fn = ow.Observe
+		}
+		if err := c.render(ctx, first, last, pass == n, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// render reads exactly first..last and hands each message to fn in order;
+// writing says the pass writes the object (StepMidUpload is its hook point).
+func (c *committer) render(ctx context.Context, first, last uint64, writing bool, fn func(*batch.Message) error) error {
 	p := c.p
 	next := first
 	var buf []batch.Message
-	midDone := false
+	midDone := !writing
 	for next <= last {
 		count := min(uint64(p.stream.BatchLength), last-next+1)
 		var err error

@@ -1,9 +1,11 @@
 package drain
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
@@ -21,7 +23,11 @@ const (
 // upload writes s under its intent's key, create-only, keeping the lease
 // while it runs, and then gives s's accumulator back. An existing object
 // with other bytes holds the same offsets (its key is its range): it is
-// kept, reported and counted as written.
+// kept, reported and counted as written. The records rejected to an error
+// object (invalid_payload = "error_object") are written right after it,
+// create-only too: both are pure functions of the range, so a crash
+// anywhere before the state records the object makes recovery write the
+// same bytes again.
 func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	defer s.done()
 	key := c.st.Intent.ObjectKey
@@ -33,16 +39,20 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	}
 	var res s3store.Result
 	err := c.await(ctx, func(ctx context.Context) error {
-		var err error
-		switch {
-		case s.gap:
+		if s.gap {
+			var err error
 			res, err = c.putGapMarker(ctx, key, s.first, s.last, reasonRetention)
-		case s.acc == nil || s.acc.Spilled():
-			res, err = c.stream(ctx, key, s.first, s.last)
-		default:
-			if err = c.p.hook(StepMidUpload); err == nil {
-				res, err = c.put(ctx, key, s.acc.Bytes())
-			}
+			return err
+		}
+		var el errorLines
+		var err error
+		res, el, err = c.writeData(ctx, key, s)
+		var ce *s3store.ConflictError
+		if err != nil && !errors.As(err, &ce) {
+			return err
+		}
+		if eerr := c.writeErrors(ctx, key, s, el); eerr != nil {
+			return eerr
 		}
 		return err
 	})
@@ -57,6 +67,68 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 		return w, nil
 	}
 	return w, err
+}
+
+// writeData writes s's data object: from its accumulator when it was
+// built in memory, else re-read from Iggy and streamed.
+func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3store.Result, errorLines, error) {
+	if s.acc == nil || s.acc.Spilled() {
+		return c.stream(ctx, key, s.first, s.last)
+	}
+	if err := c.p.hook(StepMidUpload); err != nil {
+		return s3store.Result{}, errorLines{}, err
+	}
+	data, errs, err := s.acc.Render()
+	if err != nil {
+		return s3store.Result{}, errorLines{}, err
+	}
+	el := errorLines{body: errs, kept: true}
+	if len(errs) > 0 {
+		el.rejected = bytes.Count(errs, []byte{'\n'})
+	}
+	res, err := c.put(ctx, key, data)
+	return res, el, err
+}
+
+// writeErrors writes the error object of the data object at dataKey, if
+// any record was rejected to it.
+func (c *committer) writeErrors(ctx context.Context, dataKey string, s *sealed, el errorLines) error {
+	if el.rejected == 0 {
+		return nil
+	}
+	key, ok := c.p.r.Options.Names.ErrorsKey(dataKey)
+	if !ok {
+		var ts uint64
+		if in := c.st.Intent; in != nil {
+			ts = in.FirstTimestamp
+		}
+		key = c.names.Errors(s.first, s.last, ts)
+	}
+	if key == "" {
+		return fmt.Errorf("%d records of %s were rejected to an error object, but no error prefix is configured (drain.Options.Names needs WithErrors)", el.rejected, dataKey)
+	}
+	var err error
+	if el.kept {
+		_, err = c.p.r.Objects.Put(ctx, errorsObject(key), el.body)
+	} else {
+		_, err = c.streamErrors(ctx, key, s.first, s.last)
+	}
+	var ce *s3store.ConflictError
+	if errors.As(err, &ce) {
+		c.ps.Conflicts++
+		c.p.log.Warn("the error object already exists with other bytes; kept as it is (rendered by another configuration)",
+			"key", key, "stored_bytes", ce.ExistingSize, "rendered_bytes", ce.SentSize)
+		return nil
+	}
+	if err == nil {
+		c.p.log.Info("records that could not be written went to an error object", "key", key, "records", el.rejected, "object", dataKey)
+	}
+	return err
+}
+
+// errorsObject is how error objects are stored: JSON Lines, never compressed.
+func errorsObject(key string) s3store.Object {
+	return s3store.Object{Key: key, ContentType: batch.FormatJSONLines.ContentType()}
 }
 
 func (c *committer) object(key string) s3store.Object {

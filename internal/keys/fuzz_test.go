@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,11 +76,22 @@ func FuzzKeysStayUnderPrefix(f *testing.F) {
 			return
 		}
 		ts1, ts2 = ts1%maxFuzzTS, ts2%maxFuzzTS
-		n := NewNamer(prefix, tpl, "jsonl")
+		errPrefix := strings.TrimPrefix(strings.Trim(prefix, "/")+"/_errors", "/")
+		n := NewNamer(prefix, tpl, "jsonl").WithErrors(errPrefix)
 		a, b := n.Partition(s1, t1, p1), n.Partition(s2, t2, p2)
 		keyA, keyB := a.Object(7, 9, ts1), b.Object(7, 9, ts2)
 		for _, k := range []string{keyA, keyB, a.Gap(7, 9, ts1), b.Gap(7, 9, ts2)} {
 			checkUnderPrefix(t, prefix, k)
+		}
+		errA, errB := a.Errors(7, 9, ts1), b.Errors(7, 9, ts2)
+		for _, k := range []string{errA, errB} {
+			checkUnderPrefix(t, errPrefix, k)
+		}
+		if k, ok := n.ErrorsKey(keyA); !ok || k != errA {
+			t.Fatalf("ErrorsKey(%q) = %q, %v; Errors gives %q", keyA, k, ok, errA)
+		}
+		if lp, _ := a.ErrorsListPrefix(); !strings.HasPrefix(errA, lp) {
+			t.Fatalf("error object %q not under its list prefix %q", errA, lp)
 		}
 		if !strings.HasPrefix(keyA, a.ListPrefix()) {
 			t.Fatalf("key %q not under its list prefix %q", keyA, a.ListPrefix())
@@ -93,6 +105,34 @@ func FuzzKeysStayUnderPrefix(f *testing.F) {
 		}
 		if a.Gap(7, 9, ts1) == b.Gap(7, 9, ts2) {
 			t.Fatalf("%v and %v share the gap marker %q", pa, pb, a.Gap(7, 9, ts1))
+		}
+		if errA == errB {
+			t.Fatalf("%v and %v share the error object %q", pa, pb, errA)
+		}
+	})
+}
+
+// FuzzParseErrorsName: an accepted error-object name is canonical, and
+// never a data object's or a marker's.
+func FuzzParseErrorsName(f *testing.F) {
+	f.Add("a/_errors/00001-00000000000000000000-00000000000000000099.errors.jsonl")
+	f.Add("00001-00000000000000000000-00000000000000000099-g3.errors.jsonl")
+	f.Add("_00001-00000000000000000000-00000000000000000099.errors.jsonl")
+	f.Fuzz(func(t *testing.T, key string) {
+		n, ok := ParseErrorsName(key)
+		if !ok {
+			return
+		}
+		base := key[strings.LastIndexByte(key, '/')+1:]
+		want := string(appendFileName(nil, n.Partition, n.First, n.Last))
+		if n.Generation > 0 {
+			want += "-g" + strconv.FormatUint(uint64(n.Generation), 10)
+		}
+		if want += "." + ErrorsExt; base != want {
+			t.Fatalf("ParseErrorsName(%q) accepted a non-canonical name (re-renders as %q)", key, want)
+		}
+		if _, ok := ParseName(key); ok {
+			t.Fatalf("%q is both an error object and a data object or marker", key)
 		}
 	})
 }

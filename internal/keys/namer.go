@@ -20,12 +20,23 @@ const GapExt = "gap"
 // and this extension added.
 const VoidExt = "void"
 
+// ErrorsExt is the extension of error objects: the records of a data
+// object that could not be written to it (invalid_payload =
+// "error_object"), as JSON Lines. An error object is named like its data
+// object — same template, partition, range and generation — under the
+// error prefix instead of the prefix, with this extension.
+const ErrorsExt = "errors.jsonl"
+
 // Namer names the objects of one sink configuration: prefix, path template
 // and the data objects' extension, fixed once.
 type Namer struct {
 	prefix string // trimmed of '/', "" for none
 	tpl    *Template
 	ext    string // without the leading dot, e.g. "jsonl.gz"
+	// errPrefix is where error objects go (trimmed of '/'); hasErrors is
+	// set by WithErrors.
+	errPrefix string
+	hasErrors bool
 }
 
 // NewNamer returns a Namer. ext is the data objects' extension without its
@@ -36,6 +47,39 @@ func NewNamer(prefix string, t *Template, ext string) *Namer {
 
 // Ext is the data objects' extension, without its leading dot.
 func (n *Namer) Ext() string { return n.ext }
+
+// WithErrors returns a copy of n that also names error objects, under
+// prefix (trimmed of '/' at both ends; CheckPrefix rules).
+func (n *Namer) WithErrors(prefix string) *Namer {
+	c := *n
+	c.errPrefix, c.hasErrors = strings.Trim(prefix, "/"), true
+	return &c
+}
+
+// ErrorsPrefix is the error objects' prefix; false when n names none.
+func (n *Namer) ErrorsPrefix() (string, bool) { return n.errPrefix, n.hasErrors }
+
+// ErrorsKey returns the key of the error object of the data object at
+// dataKey, a key this Namer gave: the same path after the prefix, under
+// the error prefix, with ErrorsExt. False when n names no error objects or
+// dataKey is not one of its data objects' keys.
+func (n *Namer) ErrorsKey(dataKey string) (string, bool) {
+	if !n.hasErrors || !strings.HasSuffix(dataKey, "."+n.ext) {
+		return "", false
+	}
+	rest := dataKey
+	if n.prefix != "" {
+		if !strings.HasPrefix(rest, n.prefix+"/") {
+			return "", false
+		}
+		rest = rest[len(n.prefix)+1:]
+	}
+	if nm, ok := ParseName(dataKey); !ok || nm.Gap || nm.Void {
+		return "", false
+	}
+	rest = rest[:len(rest)-len(n.ext)]
+	return string(appendPrefix(nil, n.errPrefix)) + rest + ErrorsExt, true
+}
 
 // Partition returns the namer of one partition's objects.
 func (n *Namer) Partition(stream, topic string, partition uint32) PartitionNamer {
@@ -78,12 +122,35 @@ func (p PartitionNamer) Gap(first, last, tsMicros uint64) string {
 	return string(p.appendName(nil, true, first, last, tsMicros, GapExt))
 }
 
+// Errors is the key of the error object of the data object holding
+// offsets first..last (Object's key with the error prefix and ErrorsExt);
+// "" when the Namer names no error objects.
+func (p PartitionNamer) Errors(first, last, tsMicros uint64) string {
+	if !p.n.hasErrors {
+		return ""
+	}
+	return string(p.appendNameUnder(nil, p.n.errPrefix, false, first, last, tsMicros, ErrorsExt))
+}
+
+// ErrorsListPrefix is ListPrefix for this partition's error objects; false
+// when the Namer names none.
+func (p PartitionNamer) ErrorsListPrefix() (string, bool) {
+	if !p.n.hasErrors {
+		return "", false
+	}
+	return p.listPrefix(p.n.errPrefix), true
+}
+
 func (p PartitionNamer) appendName(dst []byte, gap bool, first, last, tsMicros uint64, ext string) []byte {
+	return p.appendNameUnder(dst, p.n.prefix, gap, first, last, tsMicros, ext)
+}
+
+func (p PartitionNamer) appendNameUnder(dst []byte, prefix string, gap bool, first, last, tsMicros uint64, ext string) []byte {
 	t := p.n.tpl
 	if dst == nil {
-		dst = make([]byte, 0, len(p.n.prefix)+len(t.src)+len(p.stream)+len(p.topic)+64+len(ext))
+		dst = make([]byte, 0, len(prefix)+len(t.src)+len(p.stream)+len(p.topic)+64+len(ext))
 	}
-	dst = appendPrefix(dst, p.n.prefix)
+	dst = appendPrefix(dst, prefix)
 	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, tsMicros, len(t.segments))
 	dst = append(dst, '/')
 	if gap {
@@ -102,9 +169,11 @@ func (p PartitionNamer) appendName(dst []byte, gap bool, first, last, tsMicros u
 // partition's objects and gap markers: prefix and template rendered up to
 // the first placeholder that varies between objects (a time field), cut
 // back to the last '/' so that data objects and gap markers both match.
-func (p PartitionNamer) ListPrefix() string {
+func (p PartitionNamer) ListPrefix() string { return p.listPrefix(p.n.prefix) }
+
+func (p PartitionNamer) listPrefix(prefix string) string {
 	t := p.n.tpl
-	dst := appendPrefix(nil, p.n.prefix)
+	dst := appendPrefix(nil, prefix)
 	n := len(t.segments)
 	for i, s := range t.segments {
 		if s.kind >= phDate {
@@ -132,9 +201,10 @@ type Name struct {
 	Ext string
 }
 
-// ParseName reads the last path element of key as Object or Gap render it.
-// Only canonical names are accepted, so a listing can tell the sink's
-// objects from other files.
+// ParseName reads the last path element of key as Object or Gap render it
+// (or a void marker). Only canonical names are accepted, so a listing can
+// tell the sink's objects from other files; error objects are not accepted
+// (ParseErrorsName reads them).
 func ParseName(key string) (Name, bool) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
 	marker := strings.HasPrefix(name, "_")
@@ -147,10 +217,21 @@ func ParseName(key string) (Name, bool) {
 		return n, true
 	}
 	n, ok := parseName(strings.TrimPrefix(name, "_"))
-	if !ok || marker != (n.Ext == GapExt) {
+	if !ok || marker != (n.Ext == GapExt) || n.Ext == ErrorsExt {
 		return Name{}, false
 	}
 	n.Gap = marker
+	return n, true
+}
+
+// ParseErrorsName reads the last path element of key as Errors renders it
+// (ParseName refuses error objects: they cover no offsets of their own).
+func ParseErrorsName(key string) (Name, bool) {
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	n, ok := parseName(name)
+	if !ok || n.Ext != ErrorsExt {
+		return Name{}, false
+	}
 	return n, true
 }
 

@@ -19,6 +19,9 @@
 // ErrInvalidJSON or ErrSchemaMismatch) for a record it did not write — the
 // caller sends it to its error object — and the Encoder goes on; any other
 // error is final. Reset starts the next object and keeps the buffers.
+// A Checker (NewChecker) decides as Write does whether a payload fits a
+// pinned schema, writing nothing, for callers that must know as each
+// record arrives.
 //
 // # Output
 //

@@ -40,6 +40,7 @@ type ObjectWriter struct {
 	scratch []byte  // a prepared Parquet payload
 
 	rejected int
+	invalid  uint64 // payloads the invalid-payload policy handled, in the write pass
 	errs     []byte
 	errW     io.Writer
 	errLimit int64
@@ -126,6 +127,13 @@ func (o *ObjectWriter) Observe(m *Message) error {
 // Write renders m as the object's next record (or, under "error_object",
 // error line). After an error every later call returns that error.
 func (o *ObjectWriter) Write(m *Message) error {
+	before := o.enc.invalid
+	err := o.write(m)
+	o.invalid += o.enc.invalid - before
+	return err
+}
+
+func (o *ObjectWriter) write(m *Message) error {
 	if o.closed {
 		return ErrClosed
 	}
@@ -173,6 +181,7 @@ func (o *ObjectWriter) writeParquet(m *Message) error {
 	case err != nil:
 		return err
 	case reason != "":
+		o.invalid++ // as the Accumulator's checkPinned counts it
 		return o.reject(m, p, reason)
 	}
 	o.n++
@@ -257,6 +266,11 @@ func (o *ObjectWriter) Len() int { return o.n }
 
 // Rejected is the number of records written to the error object.
 func (o *ObjectWriter) Rejected() int { return o.rejected }
+
+// InvalidPayloads is the number of payloads the invalid-payload policy
+// handled (kept as base64 or rejected) while the object was written, as
+// Encoder.InvalidPayloads counts them for an Accumulator.
+func (o *ObjectWriter) InvalidPayloads() uint64 { return o.invalid }
 
 // ErrorBytes returns the error object's lines kept in memory (nil when no
 // record was rejected); ok is false when they outgrew KeepErrors and were

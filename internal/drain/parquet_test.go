@@ -740,3 +740,53 @@ func sameRow(row map[string]any, payload []byte) error {
 	}
 	return parquetread.Same(want, got)
 }
+
+// TestInvalidPayloadsCountedAfterRecovery: a run that dies after recording
+// its first intent reports nothing; the run that recovers the object
+// renders it again and counts its invalid payloads, so the runs that report
+// count every invalid payload once (base64 and error objects, in memory
+// and streamed).
+func TestInvalidPayloadsCountedAfterRecovery(t *testing.T) {
+	notJSON := func(n int) bool { return n%7 == 6 || n%21 == 20 }
+	cases := []errorCase{
+		{name: "base64", format: "json_lines", set: map[string]string{"SINK_INVALID_PAYLOAD": "base64"}, bad: notJSON},
+		{name: "error-object", format: "json_lines", set: map[string]string{"SINK_INVALID_PAYLOAD": "error_object"}, bad: notJSON},
+		{name: "parquet-pinned-streamed", format: "parquet", keep: 2 << 10, bad: func(n int) bool { return notJSON(n) || n%5 == 4 },
+			set: map[string]string{"SINK_INVALID_PAYLOAD": "error_object", "SINK_PARQUET_SCHEMA": errorSchema}},
+	}
+	eachBackend(t, func(t *testing.T, w *world) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				w := w.with(t)
+				topic := "recount-" + tc.name
+				w.produceWith(topic, 1, 150, errorPayload)
+				set := w.settings(topic, topic)
+				set["SINK_OUTPUT_FORMAT"] = tc.format
+				set["SINK_FILE_ROTATION"] = "messages"
+				set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
+				for k, v := range tc.set {
+					set[k] = v
+				}
+				cfg := w.config(set)
+				var fired atomic.Bool
+				crashing := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
+					if s == drain.StepIntent && fired.CompareAndSwap(false, true) {
+						return fmt.Errorf("injected")
+					}
+					return nil
+				})})
+				if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+					t.Fatalf("crash after the first intent: %v", err)
+				}
+				time.Sleep(modelLease + 100*time.Millisecond) // the dead run's lease lapses
+				var emf bytes.Buffer
+				s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
+				w.drainUntilQuiet(s, topic, 20)
+				if got, want := emfInvalidPayloads(t, emf.Bytes()), countBad(w.sent(topic), tc.bad); got != want {
+					t.Fatalf("EMF InvalidPayloads %d over the runs after the crash, want %d", got, want)
+				}
+			})
+		}
+	})
+}

@@ -49,7 +49,8 @@ func (res readResult) report(ps *PartitionSummary) {
 		t := time.UnixMicro(int64(res.pendingSince)).UTC()
 		ps.PendingSince = &t
 	}
-	ps.InvalidPayloads, ps.MalformedHeaders, ps.MalformedHeadersAt = res.invalid, res.malformed, res.malformedAt
+	ps.InvalidPayloads += res.invalid // the committer counted the objects it recovered
+	ps.MalformedHeaders, ps.MalformedHeadersAt = res.malformed, res.malformedAt
 	if ps.Stopped == "" {
 		ps.Stopped = res.stoppedBecause
 	}

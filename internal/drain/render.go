@@ -27,6 +27,9 @@ type errorLines struct {
 	rejected int
 	body     []byte
 	kept     bool
+	// invalid counts the payloads the invalid-payload policy handled while
+	// the object was streamed (see batch.ObjectWriter.InvalidPayloads).
+	invalid uint64
 }
 
 // stream re-reads first..last from Iggy and streams the rendered object,
@@ -47,7 +50,7 @@ func (c *committer) stream(ctx context.Context, key string, first, last uint64) 
 		if err := ow.Close(); err != nil {
 			return err
 		}
-		el.rejected = ow.Rejected()
+		el.rejected, el.invalid = ow.Rejected(), ow.InvalidPayloads()
 		el.body, el.kept = ow.ErrorBytes()
 		return nil
 	})

@@ -50,7 +50,9 @@ type PartitionSummary struct {
 	Pending      uint64     `json:"pending,omitempty"`
 	PendingSince *time.Time `json:"pending_since,omitempty"`
 	Gaps         []Gap      `json:"gaps,omitempty"`
-	// InvalidPayloads counts payloads kept as base64 (invalid_payload);
+	// InvalidPayloads counts payloads the invalid_payload policy handled
+	// (kept as base64, or rejected to an error object) in the objects this
+	// run rendered;
 	// MalformedHeaders counts messages whose user headers could not be
 	// decoded and were left out of their records, and MalformedHeadersAt is
 	// the first such offset.

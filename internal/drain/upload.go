@@ -47,6 +47,12 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 		var el errorLines
 		var err error
 		res, el, err = c.writeData(ctx, key, s)
+		if s.acc == nil && err == nil {
+			// Recovery re-rendered it: no reader of this run saw these
+			// records. Counted once the render completed (a retry renders
+			// again).
+			c.ps.InvalidPayloads += el.invalid
+		}
 		var ce *s3store.ConflictError
 		if err != nil && !errors.As(err, &ce) {
 			return err

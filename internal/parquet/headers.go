@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // writeHeaders writes the headers map sorted by key, the last of duplicate
@@ -61,12 +63,12 @@ func validKeys(hs []Header) bool {
 func (e *Encoder) lossyKeys(hs []Header) []Header {
 	e.keys = e.keys[:0]
 	for _, h := range hs {
-		e.keys = appendLossy(e.keys, h.Key)
+		e.keys = jsonscan.AppendLossy(e.keys, h.Key)
 	}
 	e.hdrs = e.hdrs[:0]
 	end := 0
 	for _, h := range hs {
-		n := len(appendLossy(e.text[:0], h.Key))
+		n := len(jsonscan.AppendLossy(e.text[:0], h.Key))
 		e.hdrs = append(e.hdrs, Header{Key: e.keys[end : end+n], Value: h.Value})
 		end += n
 	}
@@ -88,6 +90,6 @@ func (e *Encoder) valid(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
-	e.text = appendLossy(e.text[:0], b)
+	e.text = jsonscan.AppendLossy(e.text[:0], b)
 	return e.text
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 type phase uint8
@@ -122,8 +124,8 @@ func reservedNames(o Options, payload, extra bool) []string {
 // or not) but keeping the buffers.
 func (e *Encoder) Reset(src Source) {
 	e.src = src
-	e.stream = appendLossy(e.stream[:0], []byte(src.Stream))
-	e.topic = appendLossy(e.topic[:0], []byte(src.Topic))
+	e.stream = jsonscan.AppendLossy(e.stream[:0], []byte(src.Stream))
+	e.topic = jsonscan.AppendLossy(e.topic[:0], []byte(src.Topic))
 	e.inf.reset()
 	e.sch = nil
 	e.out = countWriter{}
@@ -302,7 +304,7 @@ func (e *Encoder) shred(rec *Record) error {
 	case s.fields != nil:
 		return e.sh.payload(rec.Payload)
 	case s.payload.kind == kindText:
-		e.text = appendLossy(e.text[:0], rec.Payload)
+		e.text = jsonscan.AppendLossy(e.text[:0], rec.Payload)
 		s.payload.col.addBytes(e.text, 0, 0)
 	default:
 		s.payload.col.addBytes(rec.Payload, 0, 0)

@@ -1,4 +1,4 @@
-package parquet_test
+package jsonscan_test
 
 import (
 	"encoding/json"
@@ -6,13 +6,12 @@ import (
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
-// TestTextPayloadMatchesJSONFormats: a text payload with ill-formed UTF-8
-// reads the same in Parquet as in the JSON formats (the replacement rule is
-// kept in both packages, so this guards against drift).
-func TestTextPayloadMatchesJSONFormats(t *testing.T) {
+// TestAppendLossyMatchesAppendString: AppendLossy (Parquet's text payloads
+// and header keys) replaces ill-formed UTF-8 exactly as the escaping path
+// of the JSON formats does, so a text payload reads the same in every format.
+func TestAppendLossyMatchesAppendString(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	alphabet := []byte{'a', 0x80, 0xBF, 0xC2, 0xE0, 0xA0, 0xED, 0x9F, 0xF0, 0x90, 0xF4, 0x8F, 0xFF, 0xE2, 0x82, 0xAC}
 	for range 2000 {
@@ -24,8 +23,8 @@ func TestTextPayloadMatchesJSONFormats(t *testing.T) {
 		if err := json.Unmarshal(jsonscan.AppendString(nil, p), &want); err != nil {
 			t.Fatal(err)
 		}
-		if got := string(parquet.AppendLossyForTest(nil, p)); got != want {
-			t.Fatalf("%q: parquet %q, JSON formats %q", p, got, want)
+		if got := string(jsonscan.AppendLossy(nil, p)); got != want {
+			t.Fatalf("%q: AppendLossy %q, AppendString %q", p, got, want)
 		}
 	}
 }

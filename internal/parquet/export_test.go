@@ -1,4 +1,0 @@
-package parquet
-
-// AppendLossyForTest exposes appendLossy to the external tests.
-var AppendLossyForTest = appendLossy

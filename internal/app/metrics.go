@@ -28,11 +28,8 @@ func (e *EMF) OnRunEnd(sum *drain.Summary, err error) {
 	if sum != nil {
 		run.Duration = time.Duration(sum.DurationMS) * time.Millisecond
 		for _, p := range sum.Partitions {
-			if p.Skipped != "" && p.Lag > 0 {
-				// Another member or run holds it: its lag here is computed
-				// without this run's committed offset, and the holder
-				// reports the true one.
-				continue
+			if p.Held {
+				continue // the member or run that holds it reports its lag
 			}
 			run.Partitions = append(run.Partitions, metrics.Partition{
 				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,

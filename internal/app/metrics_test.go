@@ -34,9 +34,9 @@ func TestEMFLeavesOutPartitionsOthersHold(t *testing.T) {
 	committed := uint64(99)
 	e.OnRunEnd(&drain.Summary{DurationMS: 1000, Partitions: []drain.PartitionSummary{
 		{Stream: "s", Topic: "t", Partition: 0, Objects: 2, Messages: 100, Committed: &committed, Lag: 5},
-		{Stream: "s", Topic: "t", Partition: 1, Lag: 2000, Skipped: `assigned to another member of consumer group "g"`},
+		{Stream: "s", Topic: "t", Partition: 1, Held: true, Skipped: `assigned to another member of consumer group "g"`},
 		{Stream: "s", Topic: "t", Partition: 2, Lag: 0, Skipped: "partition is empty"},
-		{Stream: "s", Topic: "t", Partition: 3, Lag: 700, Skipped: "leased by another run: ..."},
+		{Stream: "s", Topic: "t", Partition: 3, Held: true, Skipped: "leased by another run: ..."},
 	}}, nil)
 	lines := emfLines(t, buf.Bytes())
 	if len(lines) != 3 {

@@ -1,6 +1,7 @@
 package drain_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -392,5 +393,48 @@ func TestAmbiguousStateWrite(t *testing.T) {
 			t.Fatalf("next run: %v, skipped %q; the lease must have been released", err, sum.Partitions[0].Skipped)
 		}
 		w.checkExactlyOnce(w.sink(cfg, app.Options{}), "ambiguous", "json_lines")
+	})
+}
+
+// TestHeldPartitionReportsNoLag: a run that finds a partition leased by
+// another (here a crashed) run reports it held, with no lag of its own and
+// no EMF line for it: it read no committed offset, so its figure would be
+// the whole partition (it was newest+1). An empty partition is skipped but
+// not held: its lag, 0, is known.
+func TestHeldPartitionReportsNoLag(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.produce("held", 1, 50, 100)
+		w.produce("held-empty", 1, 0, 0)
+		set := w.settings("held", "held")
+		set["SINK_LEASE_DURATION"] = "1m"
+		cfg := w.config(set)
+		crash := crashAt(func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepIntent {
+				return errors.New("injected")
+			}
+			return nil
+		})
+		if _, err := w.sink(cfg, app.Options{Hooks: crash}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+			t.Fatalf("crashing run: %v", err)
+		}
+		var emf bytes.Buffer
+		sum, err := w.sink(cfg, app.Options{Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sum.Partitions[0]
+		if !strings.HasPrefix(p.Skipped, "leased by another run") || !p.Held || p.Lag != 0 {
+			t.Fatalf("skipped %q, held %v, lag %d; want leased by another run, held, lag 0", p.Skipped, p.Held, p.Lag)
+		}
+		if lines := bytes.Count(bytes.TrimSpace(emf.Bytes()), []byte("\n")) + 1; lines != 1 {
+			t.Fatalf("%d EMF lines, want only the run's:\n%s", lines, emf.String())
+		}
+		empty, err := w.sink(w.config(w.settings("held-empty", "held-empty")), app.Options{}).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := empty.Partitions[0]; e.Skipped != "partition is empty" || e.Held || e.Lag != 0 {
+			t.Fatalf("empty partition: skipped %q, held %v, lag %d; want empty, not held, lag 0", e.Skipped, e.Held, e.Lag)
+		}
 	})
 }

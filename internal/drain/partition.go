@@ -49,7 +49,7 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 		bp:  batch.Partition{Stream: j.topic.Stream, Topic: j.topic.Topic, ID: j.info.ID},
 		log: r.logger().With("stream", j.topic.Stream, "topic", j.topic.Topic, "partition", j.info.ID)}
 	if skip, err := p.owned(ctx); skip != "" || err != nil {
-		ps.Skipped = skip
+		ps.Skipped, ps.Held = skip, skip != "" && p.info.MessagesCount > 0
 		return lc, err
 	}
 	key := state.Key{Group: j.topic.Group, Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: j.info.ID}
@@ -57,7 +57,7 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 	st, err := r.State.Acquire(sctx, key, r.Owner, r.Options.Lease)
 	cancel()
 	if errors.Is(err, state.ErrLeaseHeld) {
-		ps.Skipped = "leased by another run: " + err.Error()
+		ps.Skipped, ps.Held = "leased by another run: "+err.Error(), true
 		return lc, nil
 	}
 	if err != nil {

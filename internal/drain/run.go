@@ -200,7 +200,7 @@ func lag(t *source.Topic, ps *PartitionSummary) uint64 {
 			continue
 		}
 		switch {
-		case p.MessagesCount == 0:
+		case p.MessagesCount == 0, ps.Held:
 			return 0
 		case ps.Committed == nil:
 			return p.CurrentOffset + 1

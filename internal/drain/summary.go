@@ -43,8 +43,13 @@ type PartitionSummary struct {
 	LastOffset  *uint64 `json:"last_offset,omitempty"`
 	// Committed is the last offset durably written, after the run.
 	Committed *uint64 `json:"committed,omitempty"`
-	// Lag is how many messages Iggy holds beyond Committed after the run.
+	// Lag is how many messages Iggy holds beyond Committed after the run;
+	// 0 for a partition Held elsewhere, whose holder reports it.
 	Lag uint64 `json:"lag"`
+	// Held says another member of the group or another run holds the
+	// partition (see Skipped): this run read no committed offset for it, so
+	// its lag is not this run's to report.
+	Held bool `json:"held,omitempty"`
 	// Pending counts messages read but left for a later run (a partial
 	// object not yet due), and PendingSince is the server time of the first.
 	Pending      uint64     `json:"pending,omitempty"`

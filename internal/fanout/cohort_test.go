@@ -32,6 +32,8 @@ type server struct {
 	stream, topic string
 	// send appends one message to a partition.
 	send func(t *testing.T, partition uint32)
+	// broker is the in-repo broker (nil against a real server).
+	broker *iggytest.Broker
 }
 
 func newServer(t *testing.T, partitions int) *server {
@@ -86,6 +88,7 @@ func newServer(t *testing.T, partitions int) *server {
 		t.Fatal(err)
 	}
 	s.cfg = source.Config{Address: broker.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 2 * time.Second}
+	s.broker = broker
 	s.send = func(t *testing.T, p uint32) {
 		if _, err := broker.Append(s.stream, s.topic, p, []byte(`{"n":1}`), nil); err != nil {
 			t.Fatal(err)
@@ -246,6 +249,42 @@ func TestCohortSettleByBoundsTheWait(t *testing.T) {
 	}
 	if took < 350*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("Join returned after %v, want about SettleBy (400ms)", took)
+	}
+}
+
+// TestSettleByDuringACallKeepsTheConnection: SettleBy passing while the
+// member is still talking to a slow server ends the wait, not the call: the
+// member settles timed out with the group it read, and its connection
+// still works (a call cut at SettleBy cut the connection, and the member
+// went on to drain with no connection and no members).
+func TestSettleByDuringACallKeepsTheConnection(t *testing.T) {
+	srv := newServer(t, 4)
+	if srv.broker == nil {
+		t.Skip("needs the in-repo broker's reply delay; IGGY_TEST_ADDRESS points at a real server")
+	}
+	anchor, err := fanout.Hold(context.Background(), srv.open(t), srv.streams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = anchor // never released
+	conn := srv.open(t)
+	srv.broker.DelayReplies(200 * time.Millisecond) // three calls to join: SettleBy passes before the wait begins
+	start := time.Now()
+	cohort := &fanout.Cohort{ID: "test", Workers: 2, Anchors: anchor.Anchors(), NotAfter: start.Add(time.Second), SettleBy: start.Add(300 * time.Millisecond)}
+	st, err := srv.join(t, conn, cohort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.broker.DelayReplies(0)
+	if res := st.Results(); len(res) != 1 || !res[0].TimedOut || res[0].Members != 2 {
+		t.Fatalf("settled as %+v, want TimedOut with the anchor and this member", res)
+	}
+	topic, err := conn.Topic(context.Background(), srv.stream, srv.topic, "sink")
+	if err != nil {
+		t.Fatalf("the member's connection after settling: %v", err)
+	}
+	if _, err := conn.GroupMembers(context.Background(), topic); err != nil {
+		t.Fatalf("the member's connection after settling: %v", err)
 	}
 }
 

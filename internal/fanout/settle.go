@@ -257,31 +257,29 @@ func (s *Settler) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// waitAnchor polls the group until the anchor has left or SettleBy has
+// passed, and returns the members it saw last. SettleBy bounds the wait
+// between calls, never a call itself: a call cut by a deadline cuts the
+// connection (SDK v0.8.0 cannot abandon one), which would leave this member
+// nothing to drain. Each call keeps its own request timeout.
 func (c *settlingConn) waitAnchor(ctx context.Context, t *source.Topic, anchor uint32) ([]source.Member, error) {
-	wctx, cancel := context.WithDeadline(ctx, c.s.Cohort.SettleBy)
-	defer cancel()
 	tick := time.NewTicker(PollEvery)
 	defer tick.Stop()
-	var members []source.Member
+	settleBy := time.NewTimer(time.Until(c.s.Cohort.SettleBy))
+	defer settleBy.Stop()
 	for {
-		var err error
-		members, err = c.GroupMembers(wctx, t)
+		members, err := c.GroupMembers(ctx, t)
 		if err != nil {
-			if wctx.Err() != nil && ctx.Err() == nil {
-				return members, nil // SettleBy came during the call
-			}
 			return nil, err
 		}
-		if !hasMember(members, anchor) {
+		if !hasMember(members, anchor) || !time.Now().Before(c.s.Cohort.SettleBy) {
 			return members, nil
 		}
 		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return members, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		case <-tick.C:
+		case <-settleBy.C: // one more look, then the wait is over
 		}
 	}
 }

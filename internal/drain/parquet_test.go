@@ -489,17 +489,9 @@ func TestErrorObjects(t *testing.T) {
 					if crash {
 						bucket += "-crash"
 					}
-					set := w.settings(bucket, topic)
-					set["SINK_OUTPUT_FORMAT"] = tc.format
-					set["SINK_INVALID_PAYLOAD"] = "error_object"
-					set["SINK_FILE_ROTATION"] = "messages"
-					set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
-					for k, v := range tc.set {
-						set[k] = v
-					}
-					cfg := w.config(set)
+					cfg := w.errorConfig(bucket, topic, tc, "error_object")
 					if crash {
-						w.crashTwice(cfg, tc.keep)
+						w.crashAtEach(cfg, tc.keep, drain.StepUploaded, drain.StepMidUpload)
 					}
 					var emf bytes.Buffer
 					s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
@@ -524,11 +516,25 @@ func TestErrorObjects(t *testing.T) {
 	})
 }
 
-// crashTwice runs a sink that dies right after its first upload, then one
-// that dies in the middle of an upload.
-func (w *world) crashTwice(cfg *config.Config, keep int64) {
+// errorConfig is the configuration of tc's runs: its format, the given
+// invalid_payload policy, objects of 40 messages, then tc.set.
+func (w *world) errorConfig(bucket, topic string, tc errorCase, invalidPayload string) *config.Config {
+	set := w.settings(bucket, topic)
+	set["SINK_OUTPUT_FORMAT"] = tc.format
+	set["SINK_INVALID_PAYLOAD"] = invalidPayload
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
+	for k, v := range tc.set {
+		set[k] = v
+	}
+	return w.config(set)
+}
+
+// crashAtEach runs, for each step in turn, a sink that dies the first time
+// a partition reaches it, and waits for the dead run's leases to lapse.
+func (w *world) crashAtEach(cfg *config.Config, keep int64, steps ...drain.Step) {
 	w.t.Helper()
-	for _, step := range []drain.Step{drain.StepUploaded, drain.StepMidUpload} {
+	for _, step := range steps {
 		var fired atomic.Bool
 		crashing := w.sink(cfg, app.Options{KeepLimit: keep, Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
 			if s == step && fired.CompareAndSwap(false, true) {
@@ -750,9 +756,9 @@ func TestInvalidPayloadsCountedAfterRecovery(t *testing.T) {
 	notJSON := func(n int) bool { return n%7 == 6 || n%21 == 20 }
 	cases := []errorCase{
 		{name: "base64", format: "json_lines", set: map[string]string{"SINK_INVALID_PAYLOAD": "base64"}, bad: notJSON},
-		{name: "error-object", format: "json_lines", set: map[string]string{"SINK_INVALID_PAYLOAD": "error_object"}, bad: notJSON},
+		{name: "error-object", format: "json_lines", bad: notJSON},
 		{name: "parquet-pinned-streamed", format: "parquet", keep: 2 << 10, bad: func(n int) bool { return notJSON(n) || n%5 == 4 },
-			set: map[string]string{"SINK_INVALID_PAYLOAD": "error_object", "SINK_PARQUET_SCHEMA": errorSchema}},
+			set: map[string]string{"SINK_PARQUET_SCHEMA": errorSchema}},
 	}
 	eachBackend(t, func(t *testing.T, w *world) {
 		for _, tc := range cases {
@@ -761,25 +767,8 @@ func TestInvalidPayloadsCountedAfterRecovery(t *testing.T) {
 				w := w.with(t)
 				topic := "recount-" + tc.name
 				w.produceWith(topic, 1, 150, errorPayload)
-				set := w.settings(topic, topic)
-				set["SINK_OUTPUT_FORMAT"] = tc.format
-				set["SINK_FILE_ROTATION"] = "messages"
-				set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
-				for k, v := range tc.set {
-					set[k] = v
-				}
-				cfg := w.config(set)
-				var fired atomic.Bool
-				crashing := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
-					if s == drain.StepIntent && fired.CompareAndSwap(false, true) {
-						return fmt.Errorf("injected")
-					}
-					return nil
-				})})
-				if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-					t.Fatalf("crash after the first intent: %v", err)
-				}
-				time.Sleep(modelLease + 100*time.Millisecond) // the dead run's lease lapses
+				cfg := w.errorConfig(topic, topic, tc, "error_object")
+				w.crashAtEach(cfg, tc.keep, drain.StepIntent)
 				var emf bytes.Buffer
 				s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
 				w.drainUntilQuiet(s, topic, 20)

@@ -438,3 +438,60 @@ func TestHeldPartitionReportsNoLag(t *testing.T) {
 		}
 	})
 }
+
+// TestRetiredGapIntentKeepsItsKey: a run writes the gap marker of offsets
+// that retention deleted and dies before the state records it; the topic
+// is then deleted and re-created. Retiring the old incarnation must finish
+// that marker under its own key, not report the same offsets again under
+// another one (the model found two gap markers for 0..2, seed 52).
+func TestRetiredGapIntentKeepsItsKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		broker := w.hooks(t)
+		w.produce("regap", 1, 30, 100)
+		if err := broker.DeleteBelow(w.stream, "regap", 0, 10); err != nil {
+			t.Fatal(err)
+		}
+		cfg := w.config(w.settings("regap", "regap"))
+		var crashed atomic.Bool
+		crash := func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepUploaded && crashed.CompareAndSwap(false, true) {
+				return errors.New("injected")
+			}
+			return nil
+		}
+		s := w.sink(cfg, app.Options{Hooks: crashAt(crash)})
+		if _, err := s.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+			t.Fatalf("crashing run returned %v, want ErrCrash", err)
+		}
+		var before []string
+		if err := s.Objects.List(context.Background(), "archive/", func(key string, _ int64) error {
+			before = append(before, key)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(before) != 1 || !strings.HasSuffix(before[0], ".gap") {
+			t.Fatalf("the crashed run left %q, want its gap marker alone", before)
+		}
+
+		w.deleteTopic("regap")
+		w.produce("regap", 1, 20, 100)
+		healthy := w.sink(cfg, app.Options{})
+		w.drainUntilQuiet(healthy, "regap", 20)
+
+		var gaps []string
+		if err := healthy.Objects.List(context.Background(), "archive/", func(key string, _ int64) error {
+			if n, ok := keys.ParseName(key); ok && n.Generation == 0 && strings.HasSuffix(key, ".gap") {
+				gaps = append(gaps, key)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(gaps) != 1 || gaps[0] != before[0] {
+			t.Fatalf("generation 0's gap markers: %q, want %s alone", gaps, before[0])
+		}
+		w.checkGeneration(w.objects(healthy, "archive/"), 1, w.sent("regap"), "regap", "json_lines")
+		w.auditClean(healthy)
+	})
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
@@ -197,17 +196,14 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 // retire ends the old incarnation's unfinished object before a reset: if
 // it never reached S3, its key is fenced and its range reported as a gap of
 // the old generation (its messages went with the partition). An unfinished
-// gap marker is written again under its own key instead: it is a pure
-// function of its range, so whichever write lands first is the marker, and
-// no second one reports the same offsets. The reset then drops the intent
-// in the same write that moves the incarnation on, so a run that dies in
-// between repeats all of this.
+// gap marker is written again under its own key instead, as recover does:
+// it is a pure function of its range, so whichever write lands first is the
+// marker, and no second one reports the same offsets. The reset then drops
+// the intent in the same write that moves the incarnation on, so a run
+// that dies in between repeats all of this.
 func (c *committer) retire(ctx context.Context, in state.Intent) error {
 	if isGapKey(in.ObjectKey) {
-		_, err := c.putGapMarker(ctx, in.ObjectKey, in.First, in.Last, reasonRetention)
-		if errors.Is(err, s3store.ErrConflict) {
-			err = nil // an older version's bytes: the same offsets, kept
-		}
+		_, err := c.upload(ctx, &sealed{first: in.First, last: in.Last, gap: true, done: func() {}})
 		return err
 	}
 	_, exists, err := c.void(ctx, in)

@@ -249,10 +249,20 @@ func TestRestoredStateTable(t *testing.T) {
 func (w *world) voidedKeys(s *app.Sink, prefix string) []string {
 	w.t.Helper()
 	var out []string
-	err := s.Objects.List(context.Background(), prefix, func(key string, _ int64) error {
+	for _, key := range w.listKeys(s, prefix) {
 		if k, ok := keys.Voided(key); ok {
 			out = append(out, k)
 		}
+	}
+	return out
+}
+
+// listKeys lists every key under prefix.
+func (w *world) listKeys(s *app.Sink, prefix string) []string {
+	w.t.Helper()
+	var out []string
+	err := s.Objects.List(context.Background(), prefix, func(key string, _ int64) error {
+		out = append(out, key)
 		return nil
 	})
 	if err != nil {
@@ -463,13 +473,7 @@ func TestRetiredGapIntentKeepsItsKey(t *testing.T) {
 		if _, err := s.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
 			t.Fatalf("crashing run returned %v, want ErrCrash", err)
 		}
-		var before []string
-		if err := s.Objects.List(context.Background(), "archive/", func(key string, _ int64) error {
-			before = append(before, key)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		before := w.listKeys(s, "archive/")
 		if len(before) != 1 || !strings.HasSuffix(before[0], ".gap") {
 			t.Fatalf("the crashed run left %q, want its gap marker alone", before)
 		}
@@ -480,13 +484,10 @@ func TestRetiredGapIntentKeepsItsKey(t *testing.T) {
 		w.drainUntilQuiet(healthy, "regap", 20)
 
 		var gaps []string
-		if err := healthy.Objects.List(context.Background(), "archive/", func(key string, _ int64) error {
+		for _, key := range w.listKeys(healthy, "archive/") {
 			if n, ok := keys.ParseName(key); ok && n.Generation == 0 && strings.HasSuffix(key, ".gap") {
 				gaps = append(gaps, key)
 			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
 		}
 		if len(gaps) != 1 || gaps[0] != before[0] {
 			t.Fatalf("generation 0's gap markers: %q, want %s alone", gaps, before[0])

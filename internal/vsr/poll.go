@@ -1,0 +1,115 @@
+package vsr
+
+// ResyncPartition is the partition id of an empty poll reply that tells
+// a group member it does not (or no longer) own the partition: Sync again.
+const ResyncPartition uint32 = 0xFFFFFFFF
+
+// PollPrefixSize is the size of a poll reply's prefix in dialect d.
+func PollPrefixSize(d Dialect) int {
+	if d >= V012 {
+		return 16 + PartitionContextSize
+	}
+	return 16
+}
+
+// PollReply is a PollMessages reply: its prefix, then batch records.
+type PollReply struct {
+	PartitionID   uint32
+	CurrentOffset uint64
+	Count         uint32
+	// Context (0.12) is the partition's context at poll time.
+	Context PartitionContext
+	// Records are the batch records, walked by Messages.
+	Records []byte
+}
+
+// Resync reports whether r is the sentinel "ownership moved" reply.
+func (r *PollReply) Resync() bool { return r.PartitionID == ResyncPartition }
+
+// AppendPollPrefix appends r's prefix; records follow.
+func AppendPollPrefix(dst []byte, d Dialect, r *PollReply) []byte {
+	dst = le.AppendUint32(dst, r.PartitionID)
+	dst = le.AppendUint64(dst, r.CurrentOffset)
+	dst = le.AppendUint32(dst, r.Count)
+	if d >= V012 {
+		dst = appendContext(dst, r.Context)
+	}
+	return dst
+}
+
+// DecodePollReply reads the prefix of a poll reply; Records is the rest.
+func DecodePollReply(b []byte, d Dialect) (PollReply, error) {
+	r := newDecoder("poll reply", b)
+	p := PollReply{PartitionID: r.u32("partition id"), CurrentOffset: r.u64("current offset"), Count: r.u32("messages count")}
+	if d >= V012 {
+		p.Context = r.context()
+	}
+	if r.err != nil {
+		return p, r.err
+	}
+	p.Records = b[r.off:]
+	if p.Count == 0 && len(p.Records) > 0 {
+		return p, malformed("poll reply", "no messages but %d bytes of records", len(p.Records))
+	}
+	return p, nil
+}
+
+// Message is one polled message; slices alias the reply.
+type Message struct {
+	Offset uint64
+	// Timestamp is the server's time (µs): its batch's base timestamp.
+	Timestamp uint64
+	// OriginTimestamp is the producer's time (µs).
+	OriginTimestamp uint64
+	ID              U128
+	Payload         []byte
+	Headers         []byte
+}
+
+// Messages walks the records: every batch length within the reply, every
+// frame within its batch, the message count matching the prefix and (when
+// verify) every message checksum right. Offsets are base_offset +
+// offset_delta; they must increase. User headers are passed on as they
+// are: the encoder counts malformed ones rather than refusing a message.
+func (r *PollReply) Messages(verify bool, fn func(m *Message) error) error {
+	var m Message
+	var seen uint32
+	var last uint64
+	recs := r.Records
+	for pos := 0; pos < len(recs); {
+		if len(recs)-pos < BatchHeaderSize {
+			return malformed("poll reply", "%d bytes left at byte %d, a batch header is %d", len(recs)-pos, pos, BatchHeaderSize)
+		}
+		h := decodeBatchHeader(recs[pos:])
+		if h.Length < BatchHeaderSize || h.Length > uint64(len(recs)-pos) {
+			return malformed("poll reply", "batch at byte %d claims %d bytes, %d left", pos, h.Length, len(recs)-pos)
+		}
+		if uint64(h.Count) > uint64(r.Count-seen) {
+			return malformed("poll reply", "batch at byte %d holds %d messages beyond the %d announced", pos, h.Count, r.Count)
+		}
+		rec := recs[pos : uint64(pos)+h.Length]
+		err := walkFrames(rec, h, false, func(f *Frame) error {
+			m.Offset = h.BaseOffset + uint64(f.OffsetDelta)
+			if seen > 0 && m.Offset <= last {
+				return malformed("poll reply", "offset %d after offset %d", m.Offset, last)
+			}
+			if verify && f.Checksum != FrameChecksum(f.Raw) {
+				return &ChecksumError{Index: seen, Got: f.Checksum, Want: FrameChecksum(f.Raw), Offset: m.Offset}
+			}
+			last = m.Offset
+			seen++
+			m.Timestamp = h.BaseTimestamp
+			m.OriginTimestamp = h.OriginTimestamp + uint64(f.TimestampDelta)
+			m.ID, m.Payload, m.Headers = f.ID, f.Payload, f.Headers
+			return fn(&m)
+		})
+		if err != nil {
+			return err
+		}
+		pos += int(h.Length)
+	}
+	if seen != r.Count {
+		return malformed("poll reply", "%d messages announced, %d in the records", r.Count, seen)
+	}
+	return nil
+}

@@ -54,8 +54,10 @@ func (b *Broker) createTopic(sid ident, name string, partitions int, compression
 	now := micros(time.Now())
 	id := freeSlot(s.topics)
 	t := &topic{id: uint32(id), name: name, createdAt: now, compression: compression, expiry: expiry, maxSize: maxSize, replication: replication}
+	b.metaOp++
 	for p := 0; p < partitions; p++ {
-		t.partitions = append(t.partitions, &partition{id: uint32(p), createdAt: now, consumers: map[string]uint64{}, groups: map[uint32]uint64{}})
+		b.incarnations++
+		t.partitions = append(t.partitions, newPartition(uint32(p), now, b.incarnations, b.metaOp))
 	}
 	s.topics = putSlot(s.topics, id, t)
 	return t, nil
@@ -147,7 +149,7 @@ func (b *Broker) HighOffset(streamName, topicName string, partition uint32) (uin
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	_, p, err := b.partitionOf(streamName, topicName, partition)
-	if err != nil || !p.written() {
+	if err != nil || !p.written {
 		return 0, false
 	}
 	return p.currentOffset(), true

@@ -21,6 +21,10 @@ type Broker struct {
 	mu          sync.Mutex // guards streams and everything reachable from them
 	streams     []*stream
 	nextSession atomic.Uint32
+	// incarnations and metaOp count created partitions and metadata changes
+	// (0.10 partition contexts); guarded by mu.
+	incarnations uint64
+	metaOp       uint64
 
 	hooksMu     sync.Mutex
 	failRules   map[uint32]*failRule

@@ -92,24 +92,24 @@ func (q pollReq) exec(b *Broker, s *session, out []byte) ([]byte, *StatusError) 
 	out = appendU64(out, p.currentOffset())
 	countAt := len(out)
 	out = appendU32(out, 0)
-	start, ok := p.startFor(q.kind, q.value, q.count, stored, hasStored)
+	start, ok := p.startIndex(q.kind, q.value, q.count, stored, hasStored)
 	if !ok || q.count == 0 {
 		return out, nil
 	}
-	frames := p.window(start, q.count)
+	msgs := p.window(start, q.count)
 	size := 0
-	for _, f := range frames {
-		size += len(f)
+	for i := range msgs {
+		size += len(msgs[i].raw)
 	}
 	out = slices.Grow(out, size)
-	for _, f := range frames {
-		out = append(out, f...) // copies: clients never share stored bytes
+	for i := range msgs {
+		out = append(out, msgs[i].raw...) // copies: clients never share stored bytes
 	}
-	binary.LittleEndian.PutUint32(out[countAt:], uint32(len(frames)))
-	if len(frames) == 0 {
+	binary.LittleEndian.PutUint32(out[countAt:], uint32(len(msgs)))
+	if len(msgs) == 0 {
 		return out, nil
 	}
-	last := start + uint64(len(frames)) - 1
+	last := msgs[len(msgs)-1].offset
 	if g != nil {
 		g.lastPolled[pid] = last
 	}
@@ -214,7 +214,7 @@ func (q storeOffsetReq) exec(b *Broker, s *session, out []byte) ([]byte, *Status
 		return nil, fail(StatusPartitionNotFound, "partition %d not found", pid)
 	}
 	p := t.partitions[pid]
-	if !p.written() || q.offset > p.currentOffset() {
+	if !p.written || q.offset > p.currentOffset() {
 		return nil, fail(StatusInvalidOffset, "offset %d is beyond partition %d's current offset %d", q.offset, pid, p.currentOffset())
 	}
 	b.storeOffset(p, g, q.consumer.id, q.offset)

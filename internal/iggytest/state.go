@@ -2,6 +2,7 @@ package iggytest
 
 import (
 	"encoding/binary"
+	"math"
 	"sort"
 	"time"
 
@@ -31,121 +32,158 @@ type topic struct {
 }
 
 type partition struct {
-	id          uint32
-	createdAt   uint64
-	frames      [][]byte // wire frames: header, payload, user headers
-	stamps      []uint64 // server timestamp of frames[i]
-	firstOffset uint64   // offset of frames[0]
-	nextOffset  uint64   // offset the next message gets; 0 = never written
-	lastStamp   uint64
-	sizeBytes   uint64
-	consumers   map[string]uint64 // single-consumer offsets by identifier key
-	groups      map[uint32]uint64 // group offsets by group id
+	id        uint32
+	createdAt uint64
+	msgs      []message // by increasing offset; holes allowed (SkipOffsets, DeleteBelow)
+	next      uint64    // offset the next message gets
+	last      uint64    // offset of the newest message ever written
+	written   bool      // whether any message was ever written
+	lastStamp uint64
+	sizeBytes uint64
+	consumers map[string]uint64 // single-consumer offsets by identifier key
+	groups    map[uint32]uint64 // group offsets by group id
+	// 0.10: incarnation (broker-wide counter, new for every created
+	// partition), the metadata op that created it, and the replica that is
+	// its primary (-1: this broker).
+	incarnation uint64
+	metaOp      uint64
+	primary     int
 }
 
-func (p *partition) written() bool { return p.nextOffset > 0 }
+// message is one stored message, whatever protocol sent it. Offset, times,
+// id and send batch are its own fields; payload and user headers live in
+// raw, its 0.8 rendering (64-byte header, payload, user headers), which is
+// built once at append so that 0.8 polls copy bytes as before. VSR polls
+// render batch records from the fields (see appendVSRRecords).
+type message struct {
+	offset uint64
+	stamp  uint64 // server time (µs): one value for a whole send batch
+	origin uint64 // producer time (µs)
+	// batchBase is the offset of the first message of the send batch the
+	// message came in, batchOrigin that batch's earliest origin time.
+	batchBase   uint64
+	batchOrigin uint64
+	id          [16]byte
+	raw         []byte
+}
+
+func (m *message) payload() []byte {
+	n := binary.LittleEndian.Uint32(m.raw[52:56])
+	return m.raw[messageHeaderSize : messageHeaderSize+n]
+}
+
+func (m *message) headers() []byte {
+	n := binary.LittleEndian.Uint32(m.raw[52:56])
+	return m.raw[messageHeaderSize+n:]
+}
+
+func newPartition(id uint32, now uint64, incarnation, metaOp uint64) *partition {
+	return &partition{id: id, createdAt: now, consumers: map[string]uint64{}, groups: map[uint32]uint64{},
+		incarnation: incarnation, metaOp: metaOp, primary: -1}
+}
 
 // currentOffset is the highest offset ever written, 0 for an empty partition.
 func (p *partition) currentOffset() uint64 {
-	if p.nextOffset == 0 {
+	if !p.written {
 		return 0
 	}
-	return p.nextOffset - 1
+	return p.last
 }
 
-// appendFrames assigns offsets, one batch timestamp, ids and checksums to frames
-// already validated by splitFrames; frames must be owned by the partition.
+// appendFrames stores one send batch of 0.8-shaped frames (header, payload, user
+// headers; origin time and id set, zero ids replaced when randomID is set): it
+// assigns offsets, one batch timestamp and checksums. frames must be owned by
+// the partition.
 func (p *partition) appendFrames(frames [][]byte, now uint64, randomID func([]byte)) (first uint64) {
 	// Server timestamps must be monotonic per partition even if the clock steps back.
 	if now <= p.lastStamp {
 		now = p.lastStamp + 1
 	}
 	p.lastStamp = now
-	first = p.nextOffset
-	if len(p.frames) == 0 {
-		p.firstOffset = p.nextOffset
+	first = p.next
+	origin := uint64(math.MaxUint64)
+	for _, f := range frames {
+		origin = min(origin, binary.LittleEndian.Uint64(f[40:48]))
 	}
 	for _, f := range frames {
-		if isZero(f[8:24]) {
+		if randomID != nil && isZero(f[8:24]) {
 			randomID(f[8:24])
 		}
-		binary.LittleEndian.PutUint64(f[24:32], p.nextOffset)
+		binary.LittleEndian.PutUint64(f[24:32], p.next)
 		binary.LittleEndian.PutUint64(f[32:40], now)
 		binary.LittleEndian.PutUint64(f[0:8], xxh3.Hash(f[8:]))
-		p.frames = append(p.frames, f)
-		p.stamps = append(p.stamps, now)
+		m := message{offset: p.next, stamp: now, origin: binary.LittleEndian.Uint64(f[40:48]), batchBase: first, batchOrigin: origin, raw: f}
+		copy(m.id[:], f[8:24])
+		p.msgs = append(p.msgs, m)
 		p.sizeBytes += uint64(len(f))
-		p.nextOffset++
+		p.last = p.next
+		p.next++
 	}
+	p.written = p.written || len(frames) > 0
 	return first
+}
+
+// indexOf is the index of the first message with offset >= off.
+func (p *partition) indexOf(off uint64) int {
+	if n := len(p.msgs); n > 0 && off >= p.msgs[0].offset {
+		// Fast path: no hole between the first message and off.
+		if i := off - p.msgs[0].offset; i < uint64(n) && p.msgs[i].offset == off {
+			return int(i)
+		}
+	}
+	return sort.Search(len(p.msgs), func(i int) bool { return p.msgs[i].offset >= off })
 }
 
 // deleteBelow drops messages with offset < off, like segment retention would.
 func (p *partition) deleteBelow(off uint64) {
-	if len(p.frames) == 0 || off <= p.firstOffset {
+	n := p.indexOf(off)
+	if n == 0 {
 		return
 	}
-	n := off - p.firstOffset
-	if n > uint64(len(p.frames)) {
-		n = uint64(len(p.frames))
+	for i := range p.msgs[:n] {
+		p.sizeBytes -= uint64(len(p.msgs[i].raw))
 	}
-	for _, f := range p.frames[:n] {
-		p.sizeBytes -= uint64(len(f))
-	}
-	p.frames = append([][]byte(nil), p.frames[n:]...)
-	p.stamps = append([]uint64(nil), p.stamps[n:]...)
-	p.firstOffset += n
+	p.msgs = append([]message(nil), p.msgs[n:]...)
 }
 
-// startFor returns the first offset a poll with this strategy reads, ok=false when
-// the poll returns nothing.
-func (p *partition) startFor(kind uint8, value uint64, count uint32, stored uint64, hasStored bool) (uint64, bool) {
-	if len(p.frames) == 0 {
+// startIndex returns the index of the first message a poll with this strategy
+// reads, ok=false when the poll returns nothing.
+func (p *partition) startIndex(kind uint8, value uint64, count uint32, stored uint64, hasStored bool) (int, bool) {
+	if len(p.msgs) == 0 {
 		return 0, false
 	}
-	cur := p.currentOffset()
 	var start uint64
 	switch kind {
 	case strategyOffset:
 		start = value
 	case strategyTimestamp:
-		i := sort.Search(len(p.stamps), func(i int) bool { return p.stamps[i] >= value })
-		if i == len(p.stamps) {
-			return 0, false
-		}
-		start = p.firstOffset + uint64(i)
+		i := sort.Search(len(p.msgs), func(i int) bool { return p.msgs[i].stamp >= value })
+		return i, i < len(p.msgs)
 	case strategyFirst:
-		start = p.firstOffset
+		return 0, true
 	case strategyLast:
-		n := uint64(count)
-		if n > cur+1 {
-			n = cur + 1
-		}
-		start = cur + 1 - n
+		n := min(int(min(count, math.MaxInt32)), len(p.msgs))
+		return len(p.msgs) - n, n > 0
 	case strategyNext:
-		if hasStored {
-			start = stored + 1
-		} else {
-			start = p.firstOffset
+		if !hasStored {
+			return 0, true
 		}
+		start = stored + 1
 	}
-	if start > cur {
+	if start > p.last {
 		return 0, false
 	}
-	if start < p.firstOffset {
-		start = p.firstOffset
-	}
-	return start, true
+	i := p.indexOf(start)
+	return i, i < len(p.msgs)
 }
 
-// window returns frames [start, start+count) that exist.
-func (p *partition) window(start uint64, count uint32) [][]byte {
-	i := start - p.firstOffset
-	j := i + uint64(count)
-	if j > uint64(len(p.frames)) {
-		j = uint64(len(p.frames))
+// window returns up to count messages from index i.
+func (p *partition) window(i int, count uint32) []message {
+	j := len(p.msgs)
+	if uint64(count) < uint64(j-i) {
+		j = i + int(count)
 	}
-	return p.frames[i:j]
+	return p.msgs[i:j]
 }
 
 func isZero(b []byte) bool {
@@ -169,7 +207,7 @@ const (
 func (t *topic) totals() (size, count uint64) {
 	for _, p := range t.partitions {
 		size += p.sizeBytes
-		count += uint64(len(p.frames))
+		count += uint64(len(p.msgs))
 	}
 	return size, count
 }
@@ -217,7 +255,7 @@ func appendPartition(b []byte, p *partition) []byte {
 	b = appendU32(b, 1) // one in-memory segment
 	b = appendU64(b, p.currentOffset())
 	b = appendU64(b, p.sizeBytes)
-	return appendU64(b, uint64(len(p.frames)))
+	return appendU64(b, uint64(len(p.msgs)))
 }
 
 func appendGroup(b []byte, g *group, partitions int, withMembers bool) []byte {

@@ -162,6 +162,20 @@ func CheckBatch(b []byte, d Dialect) (BatchHeader, error) {
 	return h, nil
 }
 
+// BatchFrames walks the frames of one batch record, as a server does with a
+// batch CheckBatch accepted: fn sees each frame in order (slices alias rec,
+// the Frame is reused between calls). Checksums are not verified here.
+func BatchFrames(rec []byte, fn func(f *Frame) error) error {
+	if len(rec) < BatchHeaderSize {
+		return malformed("batch", "%d bytes, the header alone is %d", len(rec), BatchHeaderSize)
+	}
+	h := decodeBatchHeader(rec)
+	if h.Length != uint64(len(rec)) {
+		return malformed("batch", "length %d, record of %d bytes", h.Length, len(rec))
+	}
+	return walkFrames(rec, h, false, fn)
+}
+
 // Frame is one message frame of a batch record; slices alias the record.
 type Frame struct {
 	Checksum       uint64

@@ -3,6 +3,7 @@ package vsr
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -123,5 +124,29 @@ func TestSplitResult(t *testing.T) {
 	}
 	if _, err := SplitResult([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a count beyond the body reads as %v", err)
+	}
+}
+
+func TestBatchFrames(t *testing.T) {
+	b := BeginBatch(nil, BatchHeader{OriginTimestamp: 100})
+	b = AppendFrame(b, U128From(7), 0, 0, []byte("a"), nil)
+	b = AppendFrame(b, U128From(8), 1, 5, []byte("bc"), AppendHeader(nil, HeaderString, []byte("k"), HeaderString, []byte("v")))
+	b = SealBatch(b)
+	if _, err := CheckBatch(b, V011); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := BatchFrames(b, func(f *Frame) error {
+		got = append(got, fmt.Sprintf("%s/%d/%d/%s/%d", f.ID, f.OffsetDelta, f.TimestampDelta, f.Payload, len(f.Headers)))
+		return nil
+	})
+	want := []string{U128From(7).String() + "/0/0/a/0", U128From(8).String() + "/1/5/bc/12"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("frames %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range [][]byte{b[:100], b[:len(b)-1], append(slices.Clone(b), 0)} {
+		if err := BatchFrames(bad, func(*Frame) error { return nil }); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("BatchFrames of %d bytes = %v, want malformed", len(bad), err)
+		}
 	}
 }

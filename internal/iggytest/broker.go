@@ -11,9 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
-// Broker is an in-process Iggy 0.8.0 server. All methods are safe for concurrent use.
+// Broker is an in-process Iggy server of releases 0.8.0, 0.9 and 0.10 (see WithProtocol). All methods are safe for concurrent use.
 type Broker struct {
 	cfg config
 	ln  net.Listener
@@ -32,6 +34,14 @@ type Broker struct {
 	closeAfter  map[uint32]int
 	closeAfterN atomic.Int64
 	delay       atomic.Int64
+
+	// VSR sessions by client id, the session-number counter, the cluster
+	// roster and the offset-store record; guarded by mu.
+	sessions      map[vsr.U128]*session
+	nextSessionNo uint64
+	cluster       []vsr.Node
+	stores        []OffsetStore
+	onStore       func(OffsetStore)
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
@@ -52,6 +62,9 @@ type config struct {
 	tls              *tls.Config
 	log              *slog.Logger
 	rebalanceTimeout time.Duration
+	protocol         string
+	heartbeat        time.Duration
+	replicaID        uint8
 }
 
 // Option configures Start.
@@ -78,11 +91,43 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 // old owner's commit (0.8's consumer_group.rebalancing_timeout, default 30 s).
 func WithRebalanceTimeout(d time.Duration) Option { return func(c *config) { c.rebalanceTimeout = d } }
 
+// Protocols WithProtocol accepts.
+const (
+	// ProtocolAny serves each connection in the protocol it speaks: a
+	// legacy 0.8 frame or a VSR header, and for VSR the dialect its login
+	// version names (0.11.x → Iggy 0.9, 0.12.x → Iggy 0.10).
+	ProtocolAny = ""
+	Protocol08  = "0.8"
+	Protocol09  = "0.9"
+	Protocol010 = "0.10"
+)
+
+// WithProtocol pins the broker to one server release: "0.8" (legacy framing
+// only: a VSR header is answered as a 0.8 server does, InvalidCommand),
+// "0.9" (VSR only, protocol 0.11 login gate), "0.10" (VSR only, protocol
+// 0.12.0 exactly), or "" (the default: whatever each connection speaks).
+func WithProtocol(p string) Option { return func(c *config) { c.protocol = p } }
+
+// WithHeartbeat sets the VSR heartbeat interval (default 30 s, as the 0.9
+// server's [heartbeat] interval; 0 turns it off): a session that holds a
+// consumer-group membership and sends nothing for 1.2 × d is evicted with
+// reason 13 (StaleClient), leaves its groups and loses its connection.
+func WithHeartbeat(d time.Duration) Option { return func(c *config) { c.heartbeat = max(d, 0) } }
+
+// WithReplicaID sets the replica id this broker has in 0.10 cluster
+// metadata and partition routes (default 0).
+func WithReplicaID(id uint8) Option { return func(c *config) { c.replicaID = id } }
+
 // Start listens (on 127.0.0.1:0 unless WithAddr) and serves until Close.
 func Start(opts ...Option) (*Broker, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	switch cfg.protocol {
+	case ProtocolAny, Protocol08, Protocol09, Protocol010:
+	default:
+		return nil, fmt.Errorf("iggytest: protocol %q: want \"0.8\", \"0.9\", \"0.10\" or \"\" (any)", cfg.protocol)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -95,7 +140,11 @@ func Start(opts ...Option) (*Broker, error) {
 	b.ln = ln
 	b.wg.Add(1)
 	go b.accept()
-	cfg.log.Info("iggytest broker listening", "addr", ln.Addr().String(), "tls", cfg.tls != nil)
+	if cfg.heartbeat > 0 && cfg.protocol != Protocol08 {
+		b.wg.Add(1)
+		go b.heartbeatLoop()
+	}
+	cfg.log.Info("iggytest broker listening", "addr", ln.Addr().String(), "tls", cfg.tls != nil, "protocol", cfg.protocol)
 	return b, nil
 }
 
@@ -106,6 +155,7 @@ func defaultConfig() config {
 		tokens:           map[string]bool{},
 		log:              slog.New(slog.DiscardHandler),
 		rebalanceTimeout: groupRebalanceTimeoutDefault * time.Second,
+		heartbeat:        heartbeatDefault,
 	}
 }
 
@@ -116,6 +166,7 @@ func newBroker(cfg config) *Broker {
 		closeOn:    map[uint32]int{},
 		closeAfter: map[uint32]int{},
 		conns:      map[*conn]struct{}{},
+		sessions:   map[vsr.U128]*session{},
 		done:       make(chan struct{}),
 	}
 }
@@ -214,6 +265,11 @@ func (b *Broker) DropConnections() int {
 func (b *Broker) dropSession(s *session) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.leaveAllLocked(s)
+}
+
+// leaveAllLocked removes s from every consumer group (full rebalance); b.mu held.
+func (b *Broker) leaveAllLocked(s *session) {
 	for _, st := range b.streams {
 		if st == nil {
 			continue

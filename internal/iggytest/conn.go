@@ -8,12 +8,23 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
-// session is the per-connection client state 0.8 keeps (one per TCP client).
+// session is a client's state: on 0.8 one per TCP connection; on VSR one per
+// client id (sessions and group memberships outlive a connection's binding).
 type session struct {
 	id     uint32
 	authed bool
+
+	// VSR only; guarded by Broker.mu.
+	vsr     bool
+	client  vsr.U128
+	number  uint64 // the session number of the login reply
+	dialect vsr.Dialect
+	secret  [32]byte  // 0.12 bind secret
+	conn    *vsrConn // the connection the session is bound to
 }
 
 type conn struct {
@@ -29,9 +40,17 @@ func (c *conn) serve() {
 	b := c.b
 	log := b.cfg.log.With("client", c.sess.id, "remote", c.nc.RemoteAddr().String())
 	log.Debug("iggytest connection opened")
-	err := c.loop(bufio.NewReaderSize(c.nc, 64<<10), c.nc)
-	_ = c.nc.Close()
-	b.dropSession(c.sess)
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var err error
+	if d, ok := c.speaksVSR(r); ok {
+		v := newVSRConn(b, c.nc, d, c.budget)
+		err = v.serve(r)
+		_ = c.nc.Close()
+	} else {
+		err = c.loop(r, c.nc)
+		_ = c.nc.Close()
+		b.dropSession(c.sess)
+	}
 	b.connMu.Lock()
 	delete(b.conns, c)
 	b.connMu.Unlock()
@@ -40,6 +59,25 @@ func (c *conn) serve() {
 		return
 	}
 	log.Debug("iggytest connection closed")
+}
+
+// speaksVSR decides the connection's protocol: the pinned one, else by its first
+// 4 bytes (a legacy frame starts with a non-zero length, a VSR header with the
+// zero checksum). d is the pinned VSR dialect, 0 when the login decides.
+func (c *conn) speaksVSR(r *bufio.Reader) (d vsr.Dialect, ok bool) {
+	switch c.b.cfg.protocol {
+	case Protocol08:
+		return 0, false
+	case Protocol09:
+		return vsr.V011, true
+	case Protocol010:
+		return vsr.V012, true
+	}
+	first, err := r.Peek(requestLengthFieldSize)
+	if err != nil {
+		return 0, false // the legacy loop meets the same error
+	}
+	return 0, isZero(first)
 }
 
 // loop answers frames from r on w until r fails or a fault hook closes the connection.
@@ -125,18 +163,23 @@ func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
 // readFrame reads n bytes into the reused buffer, growing it only as data arrives so
 // a length field alone cannot make the broker allocate 64 MiB.
 func (c *conn) readFrame(r io.Reader, n int) ([]byte, error) {
-	buf := c.rbuf[:0]
+	buf, err := readGrowing(r, c.rbuf[:0], n)
+	c.rbuf = buf
+	return buf, err
+}
+
+// readGrowing reads n bytes into buf (from length 0), growing it only as data
+// arrives.
+func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
 	for len(buf) < n {
 		chunk := min(n-len(buf), max(len(buf), 64<<10))
 		buf = slices.Grow(buf, chunk)
 		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
 		buf = buf[:len(buf)+got]
 		if err != nil {
-			c.rbuf = buf
-			return nil, err
+			return buf, err
 		}
 	}
-	c.rbuf = buf
 	return buf, nil
 }
 

@@ -12,6 +12,12 @@ type group struct {
 	members    []*member // sorted by id
 	lastPolled map[uint32]uint64
 	pending    map[uint32]*revocation
+	// generation counts the group's changes (members, assignments); Sync
+	// reports it. ownerGen is, per partition, the generation at which its
+	// current owner got it (0.10's owner_generation), owners who that is.
+	generation uint64
+	ownerGen   map[uint32]uint64
+	owners     map[uint32]*member
 }
 
 type member struct {
@@ -29,7 +35,148 @@ type revocation struct {
 }
 
 func newGroup(id uint32, name string) *group {
-	return &group{id: id, name: name, lastPolled: map[uint32]uint64{}, pending: map[uint32]*revocation{}}
+	return &group{id: id, name: name, lastPolled: map[uint32]uint64{}, pending: map[uint32]*revocation{},
+		ownerGen: map[uint32]uint64{}, owners: map[uint32]*member{}}
+}
+
+// changed bumps the generation after a change and stamps the partitions whose
+// owner moved with it.
+func (g *group) changed() {
+	g.generation++
+	now := map[uint32]*member{}
+	for _, m := range g.members {
+		for _, p := range m.partitions {
+			now[p] = m
+		}
+	}
+	for p, m := range now {
+		if g.owners[p] != m {
+			g.ownerGen[p] = g.generation
+		}
+	}
+	for p := range g.owners {
+		if now[p] == nil {
+			delete(g.ownerGen, p)
+		}
+	}
+	g.owners = now
+}
+
+// owns reports whether m owns p, pending revocation included.
+func (m *member) owns(p uint32) bool { return slices.Contains(m.partitions, p) }
+
+// revoking reports whether p is pending revocation from m.
+func (g *group) revoking(m *member, p uint32) bool {
+	r := g.pending[p]
+	return r != nil && r.from == m
+}
+
+// pollable lists m's partitions that are not pending revocation, sorted (what 0.9's
+// Sync returns).
+func (g *group) pollable(m *member) []uint32 {
+	out := make([]uint32, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		if !g.revoking(m, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addMember adds s with the lowest free member id, or returns nil when s is one.
+func (g *group) addMember(s *session) *member {
+	if g.memberOf(s) != nil {
+		return nil
+	}
+	id := uint32(0)
+	for _, m := range g.members { // members are sorted: find the lowest free id
+		if m.id != id {
+			break
+		}
+		id++
+	}
+	m := &member{id: id, sess: s}
+	g.members = append(g.members, m)
+	slices.SortFunc(g.members, func(a, b *member) int { return int(a.id) - int(b.id) })
+	return m
+}
+
+// joinEven adds s (idempotently) with 0.9's cooperative rebalance: unowned
+// partitions are dealt to the members with the fewest, then partitions move from
+// the member with the most (counting those pending revocation to it as its own and
+// those pending from it as gone) to the one with the fewest until no two differ by
+// more than one. A moved partition goes at once when the group never polled it or
+// committed up to its last poll; otherwise it is pending revocation until then (or
+// the rebalance timeout).
+func (g *group) joinEven(s *session, partitions int, committed func(uint32) (uint64, bool)) {
+	if g.addMember(s) == nil {
+		return
+	}
+	for p := uint32(0); p < uint32(partitions); p++ {
+		if g.owner(p) == nil {
+			m := g.fewest()
+			m.partitions = append(m.partitions, p)
+		}
+	}
+	now := time.Now()
+	for {
+		lo, hi := g.fewest(), g.most()
+		if g.effective(hi)-g.effective(lo) <= 1 {
+			break
+		}
+		var p uint32
+		found := false
+		for i := len(hi.partitions) - 1; i >= 0; i-- {
+			if q := hi.partitions[i]; g.pending[q] == nil {
+				p, found = q, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+		g.pending[p] = &revocation{from: hi, to: lo, since: now}
+		last, polled := g.lastPolled[p]
+		if off, ok := committed(p); !polled || (ok && off >= last) {
+			g.completeQuiet(p)
+		}
+	}
+	g.changed()
+}
+
+// effective is m's partition count after its pending revocations complete.
+func (g *group) effective(m *member) int {
+	n := len(m.partitions)
+	for _, r := range g.pending {
+		if r.from == m {
+			n--
+		}
+		if r.to == m {
+			n++
+		}
+	}
+	return n
+}
+
+func (g *group) fewest() *member {
+	var best *member
+	for _, m := range g.members {
+		if best == nil || g.effective(m) < g.effective(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+func (g *group) most() *member {
+	var best *member
+	for _, m := range g.members {
+		if best == nil || g.effective(m) > g.effective(best) {
+			best = m
+		}
+	}
+	return best
 }
 
 func (g *group) memberOf(s *session) *member {
@@ -52,18 +199,10 @@ func (g *group) owner(p uint32) *member {
 
 // join adds s (idempotently) and runs the simplified cooperative rebalance.
 func (g *group) join(s *session, partitions int, committed func(uint32) (uint64, bool)) {
-	if g.memberOf(s) != nil {
+	if g.addMember(s) == nil {
 		return
 	}
-	id := uint32(0)
-	for _, m := range g.members { // members are sorted: find the lowest free id
-		if m.id != id {
-			break
-		}
-		id++
-	}
-	g.members = append(g.members, &member{id: id, sess: s})
-	slices.SortFunc(g.members, func(a, b *member) int { return int(a.id) - int(b.id) })
+	defer g.changed()
 
 	var unowned []uint32
 	for p := uint32(0); p < uint32(partitions); p++ {
@@ -96,7 +235,7 @@ func (g *group) join(s *session, partitions int, committed func(uint32) (uint64,
 		last, polled := g.lastPolled[p]
 		off, ok := committed(p)
 		if !polled || (ok && off >= last) {
-			g.complete(p)
+			g.completeQuiet(p)
 		}
 	}
 }
@@ -148,14 +287,22 @@ func (g *group) donor(fair int) (*member, uint32, bool) {
 	return nil, 0, false
 }
 
+// complete hands p over to its revocation's target and bumps the generation.
 func (g *group) complete(p uint32) {
+	if g.completeQuiet(p) {
+		g.changed()
+	}
+}
+
+func (g *group) completeQuiet(p uint32) bool {
 	r := g.pending[p]
 	if r == nil {
-		return
+		return false
 	}
 	delete(g.pending, p)
 	r.from.partitions = slices.DeleteFunc(r.from.partitions, func(x uint32) bool { return x == p })
 	r.to.partitions = append(r.to.partitions, p)
+	return true
 }
 
 // maybeComplete finishes a pending hand-over of p once committed reached the last poll.
@@ -188,6 +335,7 @@ func (g *group) leave(s *session, partitions int) bool {
 	}
 	g.members = slices.DeleteFunc(g.members, func(x *member) bool { return x == m })
 	g.rebalance(partitions)
+	g.changed()
 	return true
 }
 

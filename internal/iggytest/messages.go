@@ -114,7 +114,10 @@ func (q pollReq) exec(b *Broker, s *session, out []byte) ([]byte, *StatusError) 
 		g.lastPolled[pid] = last
 	}
 	if q.autoCommit {
+		rec := b.offsetRecord(Protocol08, s, fromIdent(q.stream), fromIdent(q.topic), q.consumer.group, fromIdent(q.consumer.id), pid)
+		rec.Offset, rec.AutoCommit = last, true
 		b.storeOffset(p, g, q.consumer.id, last)
+		b.recordStoreLocked(rec)
 	}
 	return out, nil
 }
@@ -185,9 +188,21 @@ type storeOffsetReq struct {
 	offset uint64
 }
 
-func (q storeOffsetReq) exec(b *Broker, s *session, out []byte) ([]byte, *StatusError) {
+func (q storeOffsetReq) exec(b *Broker, s *session, out []byte) (_ []byte, err *StatusError) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	rec := b.offsetRecord(Protocol08, s, fromIdent(q.stream), fromIdent(q.topic), q.consumer.group, fromIdent(q.consumer.id), q.partition)
+	rec.Offset = q.offset
+	defer func() {
+		if err != nil {
+			rec.Status = err.Status
+		}
+		b.recordStoreLocked(rec)
+	}()
+	return q.store(b, s, &rec, out)
+}
+
+func (q storeOffsetReq) store(b *Broker, s *session, rec *OffsetStore, out []byte) ([]byte, *StatusError) {
 	_, t, err := b.resolveTopic(q.stream, q.topic)
 	if err != nil {
 		return nil, err
@@ -208,6 +223,7 @@ func (q storeOffsetReq) exec(b *Broker, s *session, out []byte) ([]byte, *Status
 			if pid, ok = g.currentPartition(m); !ok {
 				return nil, fail(StatusNotResolvedConsumer, "member of group %s owns no partition", q.consumer.id)
 			}
+			rec.Partition = pid
 		}
 	}
 	if int(pid) >= len(t.partitions) {

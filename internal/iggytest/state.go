@@ -26,6 +26,7 @@ type topic struct {
 	expiry       uint64
 	maxSize      uint64
 	replication  uint8
+	options      []byte // the options block a VSR CreateTopic carried
 	partitions   []*partition
 	groups       []*group
 	balancedNext uint32

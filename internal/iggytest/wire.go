@@ -3,6 +3,7 @@ package iggytest
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -74,6 +75,7 @@ const (
 	requestCodeSize                     = 4
 	pollHeaderSize                      = 16
 	groupRebalanceTimeoutDefault        = 30 // seconds
+	heartbeatDefault                    = 30 * time.Second
 )
 
 // StatusError is a non-zero reply status with the reason the broker chose it.

@@ -23,7 +23,7 @@ type session struct {
 	client  vsr.U128
 	number  uint64 // the session number of the login reply
 	dialect vsr.Dialect
-	secret  [32]byte  // 0.12 bind secret
+	secret  [32]byte // 0.12 bind secret
 	conn    *vsrConn // the connection the session is bound to
 }
 

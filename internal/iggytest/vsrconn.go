@@ -90,7 +90,9 @@ func (c *vsrConn) serve(r io.Reader) error {
 	}
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // write sends one frame; replies wait for DelayReplies.
 func (c *vsrConn) write(frame []byte, delayed bool) error {

@@ -439,7 +439,9 @@ func (c *vsrConn) poll(h *vsr.RequestHeader, s *session, body, out []byte) ([]by
 	return out, 0
 }
 
-func putU32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
 
 // appendVSRRecords renders msgs as batch records: one per stored send batch (or
 // the part of it served), with that batch's base offset, server time and origin

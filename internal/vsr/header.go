@@ -29,7 +29,9 @@ const (
 	OpNonReplicated  Operation = 2
 	OpLogout         Operation = 3
 	OpCreateStream   Operation = 128
+	OpDeleteStream   Operation = 130
 	OpCreateTopic    Operation = 132
+	OpDeleteTopic    Operation = 134
 	OpCreateGroup    Operation = 139
 	OpJoinGroup      Operation = 148
 	OpLeaveGroup     Operation = 149
@@ -72,8 +74,10 @@ const (
 	CodeDeleteOffset    uint32 = 122
 	CodeGetStream       uint32 = 200
 	CodeCreateStream    uint32 = 202
+	CodeDeleteStream    uint32 = 203
 	CodeGetTopic        uint32 = 300
 	CodeCreateTopic     uint32 = 302
+	CodeDeleteTopic     uint32 = 303
 	CodeGetGroup        uint32 = 600
 	CodeGetGroups       uint32 = 601
 	CodeCreateGroup     uint32 = 602
@@ -95,8 +99,12 @@ func OperationOf(code uint32) (op Operation, ok bool) {
 		return OpLogout, true
 	case CodeCreateStream:
 		return OpCreateStream, true
+	case CodeDeleteStream:
+		return OpDeleteStream, true
 	case CodeCreateTopic:
 		return OpCreateTopic, true
+	case CodeDeleteTopic:
+		return OpDeleteTopic, true
 	case CodeCreateGroup:
 		return OpCreateGroup, true
 	case CodeJoinGroup:
@@ -128,8 +136,12 @@ func CodeOf(h *RequestHeader) uint32 {
 		return CodeLogout
 	case OpCreateStream:
 		return CodeCreateStream
+	case OpDeleteStream:
+		return CodeDeleteStream
 	case OpCreateTopic:
 		return CodeCreateTopic
+	case OpDeleteTopic:
+		return CodeDeleteTopic
 	case OpCreateGroup:
 		return CodeCreateGroup
 	case OpJoinGroup:

@@ -423,6 +423,10 @@ func CodeName(code uint32) string {
 		return "create stream"
 	case CodeGetTopic:
 		return "get topic"
+	case CodeDeleteStream:
+		return "delete stream"
+	case CodeDeleteTopic:
+		return "delete topic"
 	case CodeCreateTopic:
 		return "create topic"
 	case CodeGetGroup:

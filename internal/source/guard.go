@@ -316,12 +316,6 @@ func (g *guard) isCut() bool {
 
 func (g *guard) wait() { <-g.done }
 
-// ErrUnreachable reports that the Iggy server could not be reached.
-var ErrUnreachable = errors.New("iggy unreachable")
-
-// ErrConnectionLost reports that the connection broke or was cut by a deadline.
-var ErrConnectionLost = errors.New("iggy connection lost")
-
 // tlsServerName picks the name the server certificate must carry.
 func tlsServerName(addr, domain string) string {
 	if domain != "" {

@@ -39,8 +39,8 @@ func TestMalformedLoginReplyIsAnError(t *testing.T) {
 		return iggyfake.Reply{Payload: []byte{1, 0}}
 	})
 	for _, cfg := range []Config{
-		{Address: srv.Addr(), Username: "iggy", Password: "iggy"},
-		{Address: srv.Addr(), Token: "tok"},
+		{Address: srv.Addr(), Username: "iggy", Password: "iggy", Protocol: Protocol08},
+		{Address: srv.Addr(), Token: "tok", Protocol: Protocol08},
 	} {
 		_, err := Open(context.Background(), cfg)
 		if !errors.Is(err, ErrMalformedReply) || !strings.Contains(err.Error(), "login") {
@@ -73,7 +73,7 @@ func TestMalformedPollReplyIsAnError(t *testing.T) {
 				return rep
 			})
 			ctx := context.Background()
-			c, err := Open(ctx, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy"})
+			c, err := Open(ctx, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy", Protocol: Protocol08})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestLeaderRedirectRefused(t *testing.T) {
 			}
 			meta := clusterMetadata(t, node("follower-1", "127.0.0.1:1", iggcon.RoleFollower), node("leader-2", leader.Addr(), iggcon.RoleLeader))
 			srv := iggyfake.StartServer(t, srvTLS, loginOK(meta))
-			cfg := Config{Address: srv.Addr(), Username: "sink", Password: password, TLS: tc.tls, ConnectTimeout: 3 * time.Second}
+			cfg := Config{Address: srv.Addr(), Username: "sink", Password: password, TLS: tc.tls, ConnectTimeout: 3 * time.Second, Protocol: Protocol08}
 			if tc.tls {
 				cfg.TLSCAFile = caFile
 			}
@@ -175,7 +175,7 @@ func TestLeaderIsThisServer(t *testing.T) {
 	srv := iggyfake.StartServer(t, nil, func(req iggyfake.Request) iggyfake.Reply { return loginOK(meta)(req) })
 	meta = clusterMetadata(t, node("me", srv.Addr(), iggcon.RoleLeader), node("other", "127.0.0.1:1", iggcon.RoleFollower))
 	ctx := context.Background()
-	c, err := Open(ctx, Config{Address: srv.Addr(), Username: "iggy", Password: "iggy"})
+	c, err := Open(ctx, Config{Address: srv.Addr(), Username: "iggy", Password: "iggy", Protocol: Protocol08})
 	if err != nil {
 		t.Fatalf("Open against the leader itself: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestStallAfterLoginEndsWithinRequestTimeout(t *testing.T) {
 		return rep
 	})
 	ctx := context.Background()
-	c, err := Open(ctx, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy", RequestTimeout: 500 * time.Millisecond})
+	c, err := Open(ctx, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy", RequestTimeout: 500 * time.Millisecond, Protocol: Protocol08})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
-	iggcon "github.com/apache/iggy/foreign/go/contracts"
-	ierror "github.com/apache/iggy/foreign/go/errors"
-
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
 // ErrNotFound reports a stream or topic the sink was configured to read
@@ -26,6 +24,10 @@ type PartitionInfo struct {
 	// identifies an incarnation (a partition deleted and re-created under
 	// the same name gets a new one).
 	CreatedAt uint64
+	// Incarnation is Iggy 0.10's own incarnation number of the partition
+	// (0 on 0.8 and 0.9): it changes exactly when the partition is
+	// re-created.
+	Incarnation uint64
 }
 
 // Topic is a resolved stream/topic and its consumer group.
@@ -37,9 +39,6 @@ type Topic struct {
 	StreamID, TopicID    uint32
 	StreamRef, TopicRef  string
 	Partitions           []PartitionInfo
-
-	streamID, topicID, groupID iggcon.Identifier
-	consumer                   iggcon.Consumer
 }
 
 // streamInfo is a resolved stream.
@@ -61,39 +60,27 @@ func (c *Conn) Topic(ctx context.Context, stream, topic, group string) (*Topic, 
 	if ok {
 		return t, nil
 	}
-	gid, err := iggcon.NewIdentifier(group)
-	if err != nil {
-		return nil, fmt.Errorf("iggy consumer group %q: %w", group, err)
+	if err := vsr.CheckName("iggy consumer group", group); err != nil {
+		return nil, err
 	}
 	st, err := c.stream(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
 	tr := iggyref.Parse(topic)
-	tid, err := refIdentifier(tr)
-	if err != nil {
+	if err := checkRef(tr); err != nil {
 		return nil, fmt.Errorf("iggy topic %s: %w", describe(topic), err)
 	}
-	sid, _ := iggcon.NewIdentifier(st.id)
-	var details *iggcon.TopicDetails
-	err = c.do(ctx, "get topic", func() error {
-		var err error
-		details, err = c.cli.GetTopic(sid, tid)
-		return err
-	})
+	info, found, err := c.b.topic(ctx, st.id, tr)
 	switch {
-	case errors.Is(err, ierror.ErrTopicIdNotFound) || errors.Is(err, ierror.ErrStreamIdNotFound):
-		return nil, fmt.Errorf("iggy topic %s in stream %q: %w on %s", describe(topic), st.name, ErrNotFound, c.cfg.Address)
 	case err != nil:
 		return nil, fmt.Errorf("iggy get topic %s/%s: %w", st.name, describe(topic), err)
+	case !found:
+		return nil, fmt.Errorf("iggy topic %s in stream %q: %w on %s", describe(topic), st.name, ErrNotFound, c.cfg.Address)
 	}
-	tidNum, _ := iggcon.NewIdentifier(details.Id)
 	t = &Topic{
-		Stream: st.name, Topic: details.Name, Group: group, StreamID: st.id, TopicID: details.Id, StreamRef: stream, TopicRef: topic,
-		streamID: sid, topicID: tidNum, groupID: gid, consumer: iggcon.NewGroupConsumer(gid),
-	}
-	for _, p := range details.Partitions {
-		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset, CreatedAt: p.CreatedAt})
+		Stream: st.name, Topic: info.name, Group: group, StreamID: st.id, TopicID: info.id, StreamRef: stream, TopicRef: topic,
+		Partitions: info.partitions,
 	}
 	c.mu.Lock()
 	if c.topics == nil {
@@ -112,23 +99,17 @@ func (c *Conn) stream(ctx context.Context, stream string) (streamInfo, error) {
 	if ok {
 		return st, nil
 	}
-	sid, err := refIdentifier(iggyref.Parse(stream))
-	if err != nil {
+	ref := iggyref.Parse(stream)
+	if err := checkRef(ref); err != nil {
 		return st, fmt.Errorf("iggy stream %s: %w", describe(stream), err)
 	}
-	var details *iggcon.StreamDetails
-	err = c.do(ctx, "get stream", func() error {
-		var err error
-		details, err = c.cli.GetStream(sid)
-		return err
-	})
+	st, found, err := c.b.stream(ctx, ref)
 	switch {
-	case errors.Is(err, ierror.ErrStreamIdNotFound):
-		return st, fmt.Errorf("iggy stream %s: %w on %s", describe(stream), ErrNotFound, c.cfg.Address)
 	case err != nil:
 		return st, fmt.Errorf("iggy get stream %s: %w", describe(stream), err)
+	case !found:
+		return st, fmt.Errorf("iggy stream %s: %w on %s", describe(stream), ErrNotFound, c.cfg.Address)
 	}
-	st = streamInfo{id: details.Id, name: details.Name}
 	c.mu.Lock()
 	if c.streams == nil {
 		c.streams = map[string]streamInfo{}
@@ -136,6 +117,14 @@ func (c *Conn) stream(ctx context.Context, stream string) (streamInfo, error) {
 	c.streams[stream] = st
 	c.mu.Unlock()
 	return st, nil
+}
+
+// checkRef refuses a name no identifier can carry.
+func checkRef(r iggyref.Ref) error {
+	if r.ByID {
+		return nil
+	}
+	return vsr.CheckName("name", r.Name)
 }
 
 // DuplicateError reports two configured values that resolve to one topic.
@@ -163,32 +152,20 @@ func CheckDistinct(ts []*Topic) error {
 
 // Refresh re-reads the partitions' offsets.
 func (c *Conn) Refresh(ctx context.Context, t *Topic) error {
-	var details *iggcon.TopicDetails
-	err := c.do(ctx, "get topic", func() error {
-		var err error
-		details, err = c.cli.GetTopic(t.streamID, t.topicID)
-		return err
-	})
+	info, found, err := c.b.topic(ctx, t.StreamID, iggyref.Ref{ID: t.TopicID, ByID: true})
+	if err == nil && !found {
+		err = fmt.Errorf("%w (deleted since the run resolved it)", ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("iggy get topic %s/%s: %w", t.Stream, t.Topic, err)
 	}
-	t.Partitions = t.Partitions[:0]
-	for _, p := range details.Partitions {
-		t.Partitions = append(t.Partitions, PartitionInfo{ID: p.Id, MessagesCount: p.MessagesCount, CurrentOffset: p.CurrentOffset, CreatedAt: p.CreatedAt})
-	}
+	t.Partitions = append(t.Partitions[:0], info.partitions...)
 	return nil
 }
 
 // Join creates the consumer group if it is missing and joins it.
 func (c *Conn) Join(ctx context.Context, t *Topic) error {
-	err := c.do(ctx, "create consumer group", func() error {
-		_, err := c.cli.CreateConsumerGroup(t.streamID, t.topicID, t.Group)
-		return err
-	})
-	if err != nil && !errors.Is(err, ierror.ErrConsumerGroupNameAlreadyExists) {
-		return fmt.Errorf("iggy create consumer group %q on %s/%s: %w", t.Group, t.Stream, t.Topic, err)
-	}
-	if err := c.do(ctx, "join consumer group", func() error { return c.cli.JoinConsumerGroup(t.streamID, t.topicID, t.groupID) }); err != nil {
+	if err := c.b.join(ctx, t); err != nil {
 		return fmt.Errorf("iggy join consumer group %q on %s/%s: %w", t.Group, t.Stream, t.Topic, err)
 	}
 	return nil
@@ -196,19 +173,10 @@ func (c *Conn) Join(ctx context.Context, t *Topic) error {
 
 // Leave leaves the consumer group; not being a member is not an error.
 func (c *Conn) Leave(ctx context.Context, t *Topic) error {
-	err := c.do(ctx, "leave consumer group", func() error { return c.cli.LeaveConsumerGroup(t.streamID, t.topicID, t.groupID) })
-	if err != nil && !errors.Is(err, ierror.ErrConsumerGroupMemberNotFound) {
+	if err := c.b.leave(ctx, t); err != nil {
 		return fmt.Errorf("iggy leave consumer group %q on %s/%s: %w", t.Group, t.Stream, t.Topic, err)
 	}
 	return nil
-}
-
-// refIdentifier turns a configured reference into an SDK identifier.
-func refIdentifier(r iggyref.Ref) (iggcon.Identifier, error) {
-	if r.ByID {
-		return iggcon.NewIdentifier(r.ID)
-	}
-	return iggcon.NewIdentifier(r.Name)
 }
 
 // describe renders a configured reference for messages: "orders", or id 7.

@@ -212,12 +212,15 @@ func checkCredentials(l *vsr.Login) error {
 // checksum is the request_checksum of an operation: in 0.11 XXH3 of the
 // body for metadata, session and logout operations (as the released client
 // stamps them), in 0.12 a random identifier for those; 0 for partition
-// operations and reads in both.
+// operations and reads in both. A login is stamped with XXH3 in both: a
+// 0.9 server verifies the stamp before it reads the version, so a random
+// one would get InvalidFormat where the version gate names its protocol,
+// and to 0.12 the hash is an identifier like any other.
 func (c *Client) checksum(op vsr.Operation, body []byte) vsr.U128 {
 	if op == vsr.OpNonReplicated || op >= vsr.OpSendMessages {
 		return vsr.U128{}
 	}
-	if c.dialect >= vsr.V012 {
+	if c.dialect >= vsr.V012 && op != vsr.OpRegister {
 		var id vsr.U128
 		_, _ = rand.Read(id[:])
 		id[0] |= 1

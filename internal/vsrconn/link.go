@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
@@ -85,7 +86,7 @@ func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestH
 	l.wbuf = append(l.wbuf, body...)
 	l.touch()
 	if _, err := l.nc.Write(l.wbuf); err != nil {
-		return reply{}, l.cut(l.ioError(ctx, "sending", err))
+		return reply{}, l.cut(l.ioError(ctx, "while a request was sent", err))
 	}
 	if cap(l.wbuf) > 1<<20 {
 		l.wbuf = nil // a large send: do not keep its buffer
@@ -99,13 +100,13 @@ func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestH
 
 func (l *link) read(ctx context.Context, h *vsr.RequestHeader) (reply, error) {
 	if _, err := io.ReadFull(l.r, l.hdr[:8]); err != nil {
-		return reply{}, l.cut(l.ioError(ctx, "reading the reply", err))
+		return reply{}, l.cut(l.ioError(ctx, "before answering", err))
 	}
 	if isLegacyError(l.hdr[:8]) {
 		return reply{}, l.cut(&LegacyServerError{Address: l.addr})
 	}
 	if _, err := io.ReadFull(l.r, l.hdr[8:]); err != nil {
-		return reply{}, l.cut(l.ioError(ctx, "reading the reply", err))
+		return reply{}, l.cut(l.ioError(ctx, "in the middle of a reply header", err))
 	}
 	cmd, size, err := vsr.FrameKind(l.hdr[:], l.maxReply)
 	if err != nil {
@@ -130,7 +131,7 @@ func (l *link) read(ctx context.Context, h *vsr.RequestHeader) (reply, error) {
 	}
 	body := make([]byte, size-vsr.HeaderSize) // bounded by maxReply above
 	if _, err := io.ReadFull(l.r, body); err != nil {
-		return reply{}, l.cut(l.ioError(ctx, "reading the reply body", err))
+		return reply{}, l.cut(l.ioError(ctx, "in the middle of a reply body", err))
 	}
 	return reply{hdr: rh, body: body}, nil
 }
@@ -142,17 +143,20 @@ func isLegacyError(b []byte) bool {
 	return b[0] == 3 && b[1] == 0 && b[2] == 0 && b[3] == 0 && b[4] == 0 && b[5] == 0 && b[6] == 0 && b[7] == 0
 }
 
-// ioError names what failed: the deadline, the caller's context, or the peer.
-func (l *link) ioError(ctx context.Context, doing string, err error) error {
+// ioError names what failed: the deadline, the caller's context, or the
+// peer; when says where in the exchange ("before answering").
+func (l *link) ioError(ctx context.Context, when string, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("%w: %s: %w", ErrConnectionLost, doing, context.Cause(ctx))
+		return fmt.Errorf("%w: the call ended %s: %w", ErrConnectionLost, when, context.Cause(ctx))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("%w: %w: no reply in time while %s", ErrConnectionLost, ErrTimeout, doing)
+		return fmt.Errorf("%w: %w: the request timeout passed %s", ErrConnectionLost, ErrTimeout, when)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: the server closed the connection while %s", ErrConnectionLost, doing)
+		return fmt.Errorf("%w: the server closed the connection %s", ErrConnectionLost, when)
+	case errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%w: the server reset the connection %s", ErrConnectionLost, when)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrConnectionLost, doing, err)
+	return fmt.Errorf("%w: %s: %w", ErrConnectionLost, when, err)
 }
 
 // cut makes the link unusable, remembering the first reason, and returns err.

@@ -1,0 +1,45 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+)
+
+// Poll reads up to count messages of partition p starting at offset,
+// without auto-commit. The messages' bytes stay valid after the next call.
+//
+// owned is false when the reply does not show the partition as this
+// member's (0.8 answers a poll of a partition another member owns exactly
+// like an empty partition 0, so callers must not read "not owned" into an
+// empty partition 0); an error wrapping ErrNotOwner says the server told
+// so, or that the partition moved away (0.9/0.10).
+func (c *Conn) Poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) (msgs []batch.Message, owned bool, err error) {
+	msgs, owned, err = c.b.poll(ctx, t, p, offset, count, dst)
+	if err != nil {
+		return msgs, false, fmt.Errorf("iggy poll %s/%s partition %d at offset %d: %w", t.Stream, t.Topic, p, offset, err)
+	}
+	return msgs, owned, nil
+}
+
+// StoredOffset returns the group's stored offset for partition p; ok is
+// false when nothing is stored.
+func (c *Conn) StoredOffset(ctx context.Context, t *Topic, p uint32) (offset uint64, ok bool, err error) {
+	offset, ok, err = c.b.storedOffset(ctx, t, p)
+	if err != nil {
+		return 0, false, fmt.Errorf("iggy get offset of group %q on %s/%s partition %d: %w", t.Group, t.Stream, t.Topic, p, err)
+	}
+	return offset, ok, nil
+}
+
+// StoreOffset stores offset (inclusive: the last message written) as the
+// group's offset for partition p. ErrNotOwner when Iggy says the partition
+// is not this member's (after a rebalance); the sink's state then carries
+// the position and the next owner reconciles.
+func (c *Conn) StoreOffset(ctx context.Context, t *Topic, p uint32, offset uint64) error {
+	if err := c.b.storeOffset(ctx, t, p, offset); err != nil {
+		return fmt.Errorf("iggy store offset %d of group %q on %s/%s partition %d: %w", offset, t.Group, t.Stream, t.Topic, p, err)
+	}
+	return nil
+}

@@ -100,6 +100,7 @@ type Plugin struct {
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.
 type Iggy struct {
 	Address           string
+	Protocol          string // "auto", "0.8", "0.9" or "0.10"
 	Username          string
 	Password          Secret
 	Token             Secret

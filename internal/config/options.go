@@ -57,6 +57,7 @@ var (
 	invalidPayloads    = []string{"base64", "fail", "error_object"}
 	parquetCodecs      = []string{"zstd", "snappy", "gzip", "none"}
 	serverSideEncrypts = []string{"AES256", "aws:kms"}
+	iggyProtocols      = []string{"auto", "0.8", "0.9", "0.10"}
 )
 
 // enum canonicalises a string option case-insensitively against accepted.
@@ -341,6 +342,9 @@ func buildOptions() []*option {
 				}
 				return nil
 			}
+		}),
+		with(iggy("protocol", kString, "auto", "Iggy release whose wire protocol to speak: auto (find out at connect, at most one extra round trip), 0.8 (legacy framing), 0.9 (binary protocol 0.11.0) or 0.10 (0.12.0)", func(i *Iggy) any { return &i.Protocol }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &c.Iggy.Protocol }, iggyProtocols...)
 		}),
 		iggy("username", kString, "iggy", "Iggy user", func(i *Iggy) any { return &i.Username }),
 		iggy("password", kSecret, "iggy", "Iggy password", func(i *Iggy) any { return &i.Password }),

@@ -232,6 +232,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_METRICS_NAMESPACE": p("MetricsNamespace"),
 		"SINK_RUN_TIMEOUT":       p("RunTimeout"),
 		"IGGY_ADDRESS":           p("IggyAddress"),
+		"IGGY_PROTOCOL":          p("IggyProtocol"),
 		// Declared empty for `sam local invoke -n env.local.json`; empty means unset.
 		"AWS_ENDPOINT_URL_S3":       "",
 		"AWS_ENDPOINT_URL_DYNAMODB": "",

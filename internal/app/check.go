@@ -122,7 +122,7 @@ func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
 		return out
 	}
 	defer conn.Close()
-	out := []CheckResult{{Name: "iggy", Detail: fmt.Sprintf("logged in to %s as %s", s.iggy.Address, who)}}
+	out := []CheckResult{{Name: "iggy", Detail: fmt.Sprintf("%s speaks %s; logged in to %s as %s", s.iggy.Address, conn.Speaks(), s.iggy.Address, who)}}
 	for _, st := range s.Config.Streams {
 		for _, name := range st.Topics {
 			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)

@@ -90,7 +90,7 @@ func TestCheckAllGood(t *testing.T) {
 	if got := strings.Join(names, ","); got != "iggy,topic,s3 bucket,s3 write,state table" {
 		t.Errorf("checks = %s", got)
 	}
-	for _, want := range []string{`logged in to ` + s.broker.Addr() + ` as user "iggy"`, "app/logs: 2 partitions, 10 messages", "s3://checked/iggy/", `"sink-state" exists`} {
+	for _, want := range []string{s.broker.Addr() + " speaks Iggy 0.9 (protocol 0.11.0)", `logged in to ` + s.broker.Addr() + ` as user "iggy"`, "app/logs: 2 partitions, 10 messages", "s3://checked/iggy/", `"sink-state" exists`} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.Contains(l.String(), want)

@@ -240,6 +240,11 @@ func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	level := slog.LevelDebug
+	if s.iggy.Protocol == "" || s.iggy.Protocol == source.ProtocolAuto {
+		level = slog.LevelInfo // what auto found is worth a line per run
+	}
+	s.log.Log(ctx, level, "connected to Iggy", "address", s.iggy.Address, "speaks", conn.Speaks(), "iggy_protocol", s.Config.Iggy.Protocol)
 	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
 		conn.Close()
 		return nil, err

@@ -34,7 +34,7 @@ import (
 // both generations clean.
 func TestTopicRecreated(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		w.hooks(t) // the real server needs a broker-side delete to be quick; the SDK path is covered by remoteIggy
+		w.hooks(t) // the real server needs a broker-side delete to be quick; topic deletion through the admin client is covered by iggyadmin
 		w.produce("recr", 2, 100, 120)
 		set := w.settings("recr", "recr")
 		set["SINK_FILE_ROTATION"] = "messages"

@@ -3,7 +3,9 @@ package drain_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +37,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 	miniserver "github.com/truora/minidyn/server"
@@ -53,7 +56,7 @@ type world struct {
 	t *testing.T
 	// iggy creates topics, produces and reads group offsets; broker is the
 	// same in-repo broker with its fault hooks, nil against a real server.
-	iggy     iggyAdmin
+	iggy     iggyadmin.Admin
 	broker   *iggytest.Broker
 	stream   string
 	user     string
@@ -136,10 +139,10 @@ func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{t: t, stream: "app", user: iggyUser, password: iggyPassword}
-	if real, user, password := realServer(t); real != nil {
-		w.iggy, w.stream, w.user, w.password = real, uniqueName("app"), user, password
+	if real := iggyadmin.FromEnv(t); real != nil {
+		w.iggy, w.stream, w.user, w.password = real, uniqueName("app"), real.Username, real.Password
 	} else {
-		b, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+		b, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +152,13 @@ func newWorld(t *testing.T) *world {
 	w.logs, w.produced, w.created, w.mu = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}, &sync.Mutex{}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
+}
+
+// uniqueName keeps runs against one long-lived server apart.
+func uniqueName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
 }
 
 // hooks returns the in-repo broker for a test that needs its fault hooks,

@@ -6,21 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/apache/iggy/foreign/go/client"
-	"github.com/apache/iggy/foreign/go/client/tcp"
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/parquetread"
 )
 
@@ -63,39 +61,11 @@ func (w *world) produceWith(topic string, parts, per int, payload func(p, n int)
 	}
 }
 
-// polled reads partition p of topic from offset 0 with the Go SDK, for
-// the server timestamps the objects must carry.
-func (w *world) polled(topic string, p uint32, n int) []iggcon.IggyMessage {
+// polled reads partition p of topic from offset 0, in whichever protocol
+// the server speaks, for the server timestamps the objects must carry.
+func (w *world) polled(topic string, p uint32, n int) []iggyadmin.Message {
 	w.t.Helper()
-	c, err := net.DialTimeout("tcp", w.iggy.Addr(), 2*time.Second)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	c.Close()
-	cli, err := client.NewIggyClient(client.WithTcp(tcp.WithServerAddress(w.iggy.Addr())))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cli.LoginUser(w.user, w.password); err != nil {
-		w.t.Fatal(err)
-	}
-	sid, _ := iggcon.NewIdentifier(w.stream)
-	tid, _ := iggcon.NewIdentifier(topic)
-	cid, _ := iggcon.NewIdentifier(uint32(4242))
-	var out []iggcon.IggyMessage
-	for len(out) < n {
-		part := p
-		msgs, err := cli.PollMessages(sid, tid, iggcon.NewSingleConsumer(cid), iggcon.OffsetPollingStrategy(uint64(len(out))), 1000, false, &part)
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		if len(msgs.Messages) == 0 {
-			w.t.Fatalf("partition %d: polled %d of %d messages", p, len(out), n)
-		}
-		out = append(out, msgs.Messages...)
-	}
-	return out[:n]
+	return iggyadmin.Read(w.t, w.iggy.Addr(), w.user, w.password, w.stream, topic, p, n)
 }
 
 // metadataColumns are the columns that are not payload fields.
@@ -166,7 +136,7 @@ func (w *world) checkParquet(s *app.Sink, pc parquetCheck) []object {
 			w.t.Fatalf("partition %d: objects cover %d messages, produced %d", p, next[p], len(parts[p]))
 		}
 	}
-	msgs := make([][]iggcon.IggyMessage, len(parts))
+	msgs := make([][]iggyadmin.Message, len(parts))
 	for p := range parts {
 		msgs[p] = w.polled(pc.topic, uint32(p), len(parts[p]))
 	}
@@ -184,7 +154,7 @@ func (w *world) checkParquet(s *app.Sink, pc parquetCheck) []object {
 	return objs
 }
 
-func (w *world) checkParquetSide(pc parquetCheck, o object, side parquetread.Side, sent []sent, msgs []iggcon.IggyMessage) error {
+func (w *world) checkParquetSide(pc parquetCheck, o object, side parquetread.Side, sent []sent, msgs []iggyadmin.Message) error {
 	if side.Error != "" {
 		return fmt.Errorf("cannot read it: %s", side.Error)
 	}
@@ -248,11 +218,11 @@ func jsonTextColumns(side parquetread.Side, ss []sent) map[string]bool {
 }
 
 // checkRow compares one row with the message it came from.
-func (w *world) checkRow(r map[string]any, p uint32, pc parquetCheck, s sent, m iggcon.IggyMessage, jsonText map[string]bool) error {
+func (w *world) checkRow(r map[string]any, p uint32, pc parquetCheck, s sent, m iggyadmin.Message, jsonText map[string]bool) error {
 	topic := pc.topic
 	meta := map[string]any{
-		"offset": json.Number(fmt.Sprint(m.Header.Offset)), "stream": w.stream, "topic": topic, "partition_id": json.Number(fmt.Sprint(p)),
-		"timestamp": map[string]any{"$ts": json.Number(fmt.Sprint(m.Header.Timestamp))},
+		"offset": json.Number(fmt.Sprint(m.Offset)), "stream": w.stream, "topic": topic, "partition_id": json.Number(fmt.Sprint(p)),
+		"timestamp": map[string]any{"$ts": json.Number(fmt.Sprint(m.Timestamp))},
 	}
 	for k, v := range meta {
 		if fmt.Sprint(r[k]) != fmt.Sprint(v) {

@@ -6,22 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/apache/iggy/foreign/go/client"
-	"github.com/apache/iggy/foreign/go/client/tcp"
-	iggcon "github.com/apache/iggy/foreign/go/contracts"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 )
 
 // server is an Iggy server with one fresh topic: the in-repo broker, or
@@ -41,42 +36,23 @@ func newServer(t *testing.T, partitions int) *server {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	s := &server{stream: "cohort-" + hex.EncodeToString(b), topic: "events"}
-	if addr := os.Getenv("IGGY_TEST_ADDRESS"); addr != "" {
-		s.cfg = source.Config{Address: addr, Username: envOr("IGGY_TEST_USERNAME", "iggy"), Password: envOr("IGGY_TEST_PASSWORD", "iggy"), ConnectTimeout: 2 * time.Second}
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if err != nil {
-			t.Fatalf("IGGY_TEST_ADDRESS %s: %v", addr, err)
-		}
-		c.Close()
-		cli, err := client.NewIggyClient(client.WithTcp(tcp.WithServerAddress(addr)))
-		if err != nil {
+	if real := iggyadmin.FromEnv(t); real != nil {
+		s.cfg = source.Config{Address: real.Addr(), Username: real.Username, Password: real.Password, Protocol: real.SinkProtocol(), ConnectTimeout: 2 * time.Second}
+		if _, err := real.CreateStream(s.stream); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cli.Close() })
-		if _, err := cli.LoginUser(s.cfg.Username, s.cfg.Password); err != nil {
+		if _, err := real.CreateTopic(s.stream, s.topic, partitions); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cli.CreateStream(s.stream); err != nil {
-			t.Fatal(err)
-		}
-		sid, _ := iggcon.NewIdentifier(s.stream)
-		if _, err := cli.CreateTopic(sid, s.topic, uint32(partitions), iggcon.CompressionAlgorithmNone, iggcon.IggyExpiryNeverExpire, 0, nil); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cli.DeleteStream(sid) })
+		t.Cleanup(func() { _ = real.DeleteTopic(s.stream, s.topic) })
 		s.send = func(t *testing.T, p uint32) {
-			m, err := iggcon.NewIggyMessage([]byte(`{"n":1}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tid, _ := iggcon.NewIdentifier(s.topic)
-			if err := cli.SendMessages(sid, tid, iggcon.PartitionId(p), []iggcon.IggyMessage{m}); err != nil {
+			if _, err := real.Append(s.stream, s.topic, p, []byte(`{"n":1}`), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return s
 	}
-	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +71,6 @@ func newServer(t *testing.T, partitions int) *server {
 		}
 	}
 	return s
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func (s *server) open(t *testing.T) *source.Conn {

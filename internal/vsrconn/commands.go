@@ -82,6 +82,18 @@ func (c *Client) CreateTopic(ctx context.Context, stream vsr.Identifier, name st
 	return t, nil
 }
 
+// DeleteStream deletes a stream with its topics.
+func (c *Client) DeleteStream(ctx context.Context, stream vsr.Identifier) error {
+	_, err := c.do(ctx, c.primary, vsr.CodeDeleteStream, vsr.AppendIdentifier(nil, stream), nil)
+	return err
+}
+
+// DeleteTopic deletes a topic with its partitions and consumer groups.
+func (c *Client) DeleteTopic(ctx context.Context, stream, topic vsr.Identifier) error {
+	_, err := c.do(ctx, c.primary, vsr.CodeDeleteTopic, vsr.AppendTopicRef(nil, stream, topic), nil)
+	return err
+}
+
 // CreateGroup creates a consumer group on a topic.
 func (c *Client) CreateGroup(ctx context.Context, stream, topic vsr.Identifier, name string) (vsr.Group, error) {
 	if err := vsr.CheckName("consumer group name", name); err != nil {

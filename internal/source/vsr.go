@@ -22,6 +22,7 @@ import (
 type vsrBackend struct {
 	c *vsrconn.Client
 
+	syncMu   sync.Mutex // one Sync at a time (see owns)
 	mu       sync.Mutex
 	groups   map[groupKey]*assignment
 	contexts map[partKey]vsr.PartitionContext // 0.10: per partition, the latest
@@ -40,11 +41,6 @@ type assignment struct {
 	partitions []uint32
 	synced     time.Time
 }
-
-// resyncAfter is how old an assignment may be before a partition missing
-// from it is asked about again: a rebalance (members joining or leaving)
-// can hand a partition to this member at any time.
-const resyncAfter = 200 * time.Millisecond
 
 func openVSR(ctx context.Context, cfg Config, tlsCfg *tls.Config, d vsr.Dialect) (*Conn, error) {
 	vc, err := vsrconn.Dial(ctx, vsrconn.Config{
@@ -158,21 +154,29 @@ func (b *vsrBackend) sync(ctx context.Context, t *Topic) (*assignment, error) {
 	return as, nil
 }
 
-// owns reports whether p is this member's partition, syncing when the
-// last assignment does not list it and is not fresh.
+// owns reports whether p is this member's partition. A partition the
+// last assignment does not list is asked about again, since a rebalance
+// can hand it to this member at any time, unless that assignment was
+// received after this call began: then it is as fresh as the call, which
+// lets the probes of a run's start share one Sync.
 func (b *vsrBackend) owns(ctx context.Context, t *Topic, p uint32) (bool, error) {
+	began := time.Now()
 	b.mu.Lock()
 	a := b.groups[gkey(t)]
 	b.mu.Unlock()
 	if a != nil && slices.Contains(a.partitions, p) {
 		return true, nil
 	}
-	if a != nil && time.Since(a.synced) < resyncAfter {
-		return false, nil
-	}
-	a, err := b.sync(ctx, t)
-	if err != nil {
-		return false, err
+	b.syncMu.Lock() // concurrent probes wait for one Sync and share it
+	defer b.syncMu.Unlock()
+	b.mu.Lock()
+	a = b.groups[gkey(t)]
+	b.mu.Unlock()
+	if a == nil || !a.synced.After(began) {
+		var err error
+		if a, err = b.sync(ctx, t); err != nil {
+			return false, err
+		}
 	}
 	return slices.Contains(a.partitions, p), nil
 }

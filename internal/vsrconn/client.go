@@ -294,7 +294,7 @@ func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx
 	if c.cfg.RequestTimeout > 0 {
 		deadline = time.Now().Add(c.cfg.RequestTimeout)
 	}
-	rep, err := l.exchange(ctx, deadline, &h, body)
+	rep, err := c.exchange(ctx, l, deadline, &h, body)
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +310,30 @@ func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx
 		return nil, l.cut(malformedCut(fmt.Errorf("%s reply: %w", vsr.CodeName(code), err)))
 	}
 	return payload, err
+}
+
+// exchange sends h and body on l, and sends them again, unchanged (same
+// session, request number and checksum, as the protocol asks), while the
+// server answers that it has not committed (57) or accepted (58) the
+// request yet: a VSR server says so while, for instance, the logout of a
+// client that just disconnected is being committed.
+func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *vsr.RequestHeader, body []byte) (reply, error) {
+	pause := 5 * time.Millisecond
+	for {
+		rep, err := l.exchange(ctx, deadline, h, body)
+		if err != nil || rep.hdr.Status != vsr.StatusTransientNotCommitted && rep.hdr.Status != vsr.StatusTransientNotAccepted {
+			return rep, err
+		}
+		if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
+			return rep, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rep, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
 }
 
 // startKeepalive pings each connection that has sent nothing for

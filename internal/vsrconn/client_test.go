@@ -306,3 +306,42 @@ func TestReplyToAnotherRequestIsRefused(t *testing.T) {
 	_, _, err = c.GetStream(context.Background(), vsr.NamedID("s"))
 	mustErr(t, err, ErrMalformedReply)
 }
+
+// TestTransientRefusalsAreReplayed: a server that has not committed a
+// request yet (57) gets the same request again, same number and body, until
+// it answers.
+func TestTransientRefusalsAreReplayed(t *testing.T) {
+	var refusals int
+	srv := startFake(t, serverOf(vsr.V011, map[uint32]func(*fakeConn, vsr.RequestHeader, []byte) []byte{
+		vsr.CodeJoinGroup: func(_ *fakeConn, h vsr.RequestHeader, _ []byte) []byte {
+			if refusals < 3 {
+				refusals++
+				return replyTo(vsr.V011, h, vsr.StatusTransientNotCommitted, nil)
+			}
+			return replyTo(vsr.V011, h, 0, vsr.AppendResultOK(nil))
+		},
+	}))
+	c, err := Dial(context.Background(), Config{Address: srv.addr(), Username: "iggy", Password: "iggy", Keepalive: -1, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g := vsr.GroupRef{Stream: vsr.NamedID("s"), Topic: vsr.NamedID("t"), Group: vsr.NamedID("g")}
+	if err := c.JoinGroup(context.Background(), g); err != nil {
+		t.Fatalf("join after three 57s: %v", err)
+	}
+	var joins []fakeRequest
+	for _, r := range srv.received() {
+		if r.hdr.Operation == vsr.OpJoinGroup {
+			joins = append(joins, r)
+		}
+	}
+	if len(joins) != 4 {
+		t.Fatalf("%d join requests, want 4", len(joins))
+	}
+	for _, j := range joins[1:] {
+		if j.hdr.Request != joins[0].hdr.Request || j.hdr.RequestChecksum != joins[0].hdr.RequestChecksum || string(j.body) != string(joins[0].body) {
+			t.Fatalf("a replay differs: request %d vs %d", j.hdr.Request, joins[0].hdr.Request)
+		}
+	}
+}

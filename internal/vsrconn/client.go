@@ -321,7 +321,7 @@ func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *v
 	pause := 5 * time.Millisecond
 	for {
 		rep, err := l.exchange(ctx, deadline, h, body)
-		if err != nil || rep.hdr.Status != vsr.StatusTransientNotCommitted && rep.hdr.Status != vsr.StatusTransientNotAccepted {
+		if err != nil || !transient(h.Operation, &rep) {
 			return rep, err
 		}
 		if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
@@ -335,6 +335,18 @@ func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *v
 		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
+
+// transient reports a refusal to be replayed: 57 or 58, in the header's
+// status or in a result-framed reply's result section.
+func transient(op vsr.Operation, rep *reply) bool {
+	code := rep.hdr.Status
+	if code == 0 && op.ResultFramed() && len(rep.body) >= 12 && le32(rep.body) > 0 {
+		code = le32(rep.body[8:])
+	}
+	return code == vsr.StatusTransientNotCommitted || code == vsr.StatusTransientNotAccepted
+}
+
+func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
 
 // startKeepalive pings each connection that has sent nothing for
 // Keepalive. A call in flight counts as traffic, so a busy client never

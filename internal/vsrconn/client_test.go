@@ -316,6 +316,9 @@ func TestTransientRefusalsAreReplayed(t *testing.T) {
 		vsr.CodeJoinGroup: func(_ *fakeConn, h vsr.RequestHeader, _ []byte) []byte {
 			if refusals < 3 {
 				refusals++
+				if refusals == 2 { // in the result section, as a real 0.9 server answers a join
+					return replyTo(vsr.V011, h, 0, vsr.AppendResultError(nil, vsr.StatusTransientNotCommitted))
+				}
 				return replyTo(vsr.V011, h, vsr.StatusTransientNotCommitted, nil)
 			}
 			return replyTo(vsr.V011, h, 0, vsr.AppendResultOK(nil))

@@ -1,5 +1,6 @@
-// Command testbroker serves the in-process Iggy 0.8.0 test broker until SIGINT or
-// SIGTERM, optionally seeded with sample JSON log messages.
+// Command testbroker serves the in-process Iggy test broker (0.8.0's legacy protocol,
+// 0.9's and 0.10's VSR protocols) until SIGINT or SIGTERM, optionally seeded with
+// sample JSON log messages.
 package main
 
 import (
@@ -72,6 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	password := fs.String("password", "iggy", "root password")
 	token := fs.String("token", "", "personal access token accepted by LoginWithPersonalAccessToken")
 	verbose := fs.Bool("v", false, "log every request")
+	protocol := fs.String("protocol", "", "serve only this Iggy release's protocol: 0.8, 0.9 or 0.10 (default: whatever each connection speaks)")
 	var seeds seedFlags
 	fs.Var(&seeds, "seed", "STREAM/TOPIC:PARTITIONS:MESSAGES to create and fill (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +84,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	opts := []iggytest.Option{iggytest.WithAddr(*addr), iggytest.WithUser(*username, *password), iggytest.WithLogger(log)}
+	opts := []iggytest.Option{iggytest.WithAddr(*addr), iggytest.WithUser(*username, *password), iggytest.WithLogger(log), iggytest.WithProtocol(*protocol)}
 	if *token != "" {
 		opts = append(opts, iggytest.WithToken(*token))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/iggy/foreign/go/client"
 	"github.com/apache/iggy/foreign/go/client/tcp"
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
 func TestParseSeed(t *testing.T) {
@@ -119,5 +122,72 @@ func TestRunRejectsBadSeed(t *testing.T) {
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-seed", "nonsense"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "nonsense") {
 		t.Fatalf("run = %v, want an error naming the bad seed", err)
+	}
+}
+
+// TestServeProtocol pins the broker to 0.9: a VSR client logs in and reads the
+// seeded topic; an unknown protocol is refused.
+func TestServeProtocol(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-protocol", "0.9", "-seed", "app/logs:2:10"}, pw)
+		_ = pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the printed address: %v (run: %v)", err, <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	nc, err := net.DialTimeout("tcp", strings.TrimSpace(line), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client := vsr.U128From(42)
+	exchange := func(h vsr.RequestHeader, body []byte) (vsr.ReplyHeader, []byte) {
+		t.Helper()
+		h.Size, h.Client = uint32(vsr.HeaderSize+len(body)), client
+		if _, err := nc.Write(append(vsr.AppendRequestHeader(nil, vsr.V011, &h), body...)); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		hdr := make([]byte, vsr.HeaderSize)
+		if _, err := io.ReadFull(nc, hdr); err != nil {
+			t.Fatal(err)
+		}
+		rh, err := vsr.DecodeReplyHeader(hdr, vsr.V011)
+		if err != nil {
+			t.Fatalf("reply: %v", err)
+		}
+		out := make([]byte, rh.Size-vsr.HeaderSize)
+		if _, err := io.ReadFull(nc, out); err != nil {
+			t.Fatal(err)
+		}
+		return rh, out
+	}
+	login := vsr.AppendLogin(nil, vsr.V011, &vsr.Login{Version: vsr.V011.Version(), SDKName: "test", SDKVersion: "1", Username: "iggy", Password: "iggy"})
+	rh, out := exchange(vsr.RequestHeader{Operation: vsr.OpRegister}, login)
+	payload, err := vsr.SplitResult(out)
+	if err != nil || rh.Status != 0 {
+		t.Fatalf("login: status %d, %v", rh.Status, err)
+	}
+	lr, err := vsr.DecodeLoginReply(payload)
+	if err != nil || lr.ServerName != "0.9.0" {
+		t.Fatalf("login reply %+v, %v", lr, err)
+	}
+	_, out = exchange(vsr.RequestHeader{Operation: vsr.OpNonReplicated, Code: vsr.CodeGetTopic, Session: lr.Session, Request: 1},
+		vsr.AppendTopicRef(nil, vsr.NamedID("app"), vsr.NamedID("logs")))
+	tp, ok, err := vsr.DecodeTopic(out, vsr.V011)
+	if err != nil || !ok || len(tp.Partitions) != 2 || tp.MessagesCount != 10 {
+		t.Fatalf("topic %+v, %v, %v", tp, ok, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-protocol", "0.7"}, io.Discard); err == nil || !strings.Contains(err.Error(), "0.7") {
+		t.Fatalf("run with protocol 0.7 = %v, want an error naming it", err)
 	}
 }

@@ -24,7 +24,7 @@ SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
 LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
 
-.PHONY: all help demo local test tools py-tools sam-cli aws-cli sam-local parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
+.PHONY: all help demo local test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -117,6 +117,14 @@ AWS_VENV := $(BIN)/awscli-$(call pins,$(AWS_PKGS))
 aws-cli:
 	@mkdir -p $(BIN)
 	$(call venv,$(AWS_VENV),$(AWS_PKGS),aws)
+
+IGGY_PY_PKGS := apache-iggy==0.9.0
+IGGY_PY_VENV := $(BIN)/pyiggy-$(call pins,$(IGGY_PY_PKGS))
+## py-iggy: the released Python Iggy client (apache-iggy 0.9.0, protocol 0.11.0) in a venv under .bin/, the
+## independent 0.9 client internal/iggytest's TestPythonClient drives the broker with
+py-iggy:
+	@mkdir -p $(BIN)
+	$(call venv,$(IGGY_PY_VENV),$(IGGY_PY_PKGS),)
 
 ## fmt-check: fail when gofmt would change a file
 fmt-check:

@@ -58,8 +58,9 @@
 // checked against a real 0.9 or 0.10 server; the released apache-iggy 0.9.0 Python
 // client is, see TestPythonClient):
 //
-//   - Served: 1, 12, 39, 40/45 (Register), 100, 101, 120-122, 200, 202, 300, 302,
-//     600-602, 604-606, and on 0.10 also 15 (BindSession) and 105 (GetPartitionRoute).
+//   - Served: 1, 12, 39, 40/45 (Register), 100, 101, 120-122, 200, 202, 203, 300,
+//     302, 303, 600-602, 604-606, and on 0.10 also 15 (BindSession) and 105
+//     (GetPartitionRoute).
 //     Everything else answers status 3; the legacy login codes 38/44 Eviction 15.
 //   - Headers failing vsr.ValidateRequest are dropped without a reply. A frame size
 //     outside 256..64 MiB closes the connection. Before login only Ping is served;
@@ -86,7 +87,7 @@
 //     request_checksum must be XXH3 of the body (else status 4); 0.10 accepts any.
 //     Reply headers echo client, request, operation and request checksum (0.10: and
 //     the partition incarnation); op, commit and 0.10's committed flag stay 0.
-//   - Errors of metadata operations (202, 302, 602, 604, 605) are result-section
+//   - Errors of metadata operations (202, 203, 302, 303, 602, 604, 605) are result-section
 //     codes; offset writes and everything else answer header status. Unknown
 //     CreateTopic option keys answer 4042 (result section); accepted keys: the 0.10
 //     topic catalog (compression_algorithm, message_expiry, max_topic_size,

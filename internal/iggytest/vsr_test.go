@@ -334,6 +334,14 @@ func TestVSRStreamsTopicsGroups(t *testing.T) {
 			if _, member := c.sync("s", "t", "g"); member {
 				t.Fatal("sync after leave reported a membership")
 			}
+			// Deletes (result-framed; not found in the result section).
+			c.must(vsr.CodeDeleteTopic, vsr.AppendTopicRef(nil, streamID("s"), streamID("t")))
+			if _, ok := c.getTopic("s", "t"); ok {
+				t.Fatal("a deleted topic was found")
+			}
+			c.wantStatus("delete a missing topic", vsr.CodeDeleteTopic, vsr.AppendTopicRef(nil, streamID("s"), streamID("t")), vsr.StatusTopicNotFound)
+			c.must(vsr.CodeDeleteStream, vsr.AppendIdentifier(nil, streamID("s")))
+			c.wantStatus("delete a missing stream", vsr.CodeDeleteStream, vsr.AppendIdentifier(nil, streamID("s")), vsr.StatusStreamNotFound)
 			cl, err := vsr.DecodeCluster(c.must(vsr.CodeClusterMetadata, nil), d)
 			if err != nil || len(cl.Nodes) != 1 || cl.Nodes[0].Role != vsr.RoleLeader || cl.Nodes[0].TCP == 0 {
 				t.Fatalf("cluster metadata %+v, %v", cl, err)

@@ -73,6 +73,30 @@ func (c *vsrConn) exec(code uint32, h *vsr.RequestHeader, s *session, body, out 
 		return appendVSRStream(vsr.AppendResultOK(out), d, st), 0
 	case vsr.CodeCreateTopic:
 		return b.vsrCreateTopic(out, d, body)
+	case vsr.CodeDeleteStream:
+		id, err := vsr.DecodeStreamRef(body)
+		if err != nil {
+			return out, vsr.StatusInvalidFormat
+		}
+		st := b.lookupStream(toIdent(id))
+		if st == nil {
+			return vsr.AppendResultError(out, vsr.StatusStreamNotFound), 0
+		}
+		b.streams[st.id] = nil
+		b.metaOp++
+		return vsr.AppendResultOK(out), 0
+	case vsr.CodeDeleteTopic:
+		sid, tid, err := vsr.DecodeTopicRef(body)
+		if err != nil {
+			return out, vsr.StatusInvalidFormat
+		}
+		st, t, serr := b.resolveTopic(toIdent(sid), toIdent(tid))
+		if serr != nil {
+			return vsr.AppendResultError(out, serr.Status), 0
+		}
+		st.topics[t.id] = nil
+		b.metaOp++
+		return vsr.AppendResultOK(out), 0
 	case vsr.CodeGetGroup, vsr.CodeSyncGroup:
 		ref, err := vsr.DecodeGroupRef(body)
 		if err != nil {

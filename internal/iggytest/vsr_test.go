@@ -619,7 +619,7 @@ func TestVSRPendingRevocation(t *testing.T) {
 	}
 
 	// The rebalance timeout completes a hand-over whose owner never commits.
-	b2 := startBroker(t, iggytest.WithRebalanceTimeout(100*time.Millisecond))
+	b2 := startBroker(t, iggytest.WithRebalanceTimeout(500*time.Millisecond))
 	groupFixture(t, b2, 2, 5)
 	a2 := loginVSR(t, b2.Addr(), vsr.V011)
 	a2.join()
@@ -629,7 +629,7 @@ func TestVSRPendingRevocation(t *testing.T) {
 	if got := c2.mine(); len(got.Partitions) != 0 {
 		t.Fatalf("hand-over completed early: %v", got.Partitions)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	if got := c2.mine(); !slices.Equal(got.Partitions, []uint32{1}) {
 		t.Fatalf("after the rebalance timeout: %v", got.Partitions)
 	}
@@ -680,21 +680,34 @@ func TestVSRDisconnectAndSameClient(t *testing.T) {
 }
 
 func TestVSRHeartbeat(t *testing.T) {
-	b := startBroker(t, iggytest.WithHeartbeat(100*time.Millisecond))
+	const interval = 300 * time.Millisecond // eviction after 360 ms of silence
+	b := startBroker(t, iggytest.WithHeartbeat(interval))
 	groupFixture(t, b, 2, 1)
 	silent, live, idle := loginVSR(t, b.Addr(), vsr.V011), loginVSR(t, b.Addr(), vsr.V012), loginVSR(t, b.Addr(), vsr.V011)
 	silent.join()
 	live.join()
-	deadline := time.Now().Add(400 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		live.must(vsr.CodePing, nil) // any request counts
-		time.Sleep(20 * time.Millisecond)
+	evicted := make(chan vsrReply, 1)
+	go func() {
+		r, _ := silent.readWithin(5 * time.Second)
+		evicted <- r
+	}()
+	start := time.Now()
+	var r vsrReply
+	for waiting := true; waiting; {
+		select {
+		case r = <-evicted:
+			waiting = false
+		case <-time.After(30 * time.Millisecond):
+			live.must(vsr.CodePing, nil) // any request counts
+		}
 	}
-	r, err := silent.readWithin(time.Second)
-	if err != nil || r.evict == nil || r.evict.Reason != vsr.EvictStaleClient {
-		t.Fatalf("silent member: %+v, %v; want eviction 13", r, err)
+	if r.evict == nil || r.evict.Reason != vsr.EvictStaleClient {
+		t.Fatalf("silent member: %+v; want eviction 13", r)
 	}
-	if _, err := silent.readWithin(time.Second); err != io.EOF {
+	if waited := time.Since(start); waited < interval {
+		t.Fatalf("evicted after %v, before the %v interval", waited, interval)
+	}
+	if _, err := silent.readWithin(2 * time.Second); err != io.EOF {
 		t.Fatalf("after the eviction the connection must close: %v", err)
 	}
 	if got := live.mine(); !slices.Equal(got.Partitions, []uint32{0, 1}) {

@@ -917,3 +917,83 @@ func TestVSRFaultHooks(t *testing.T) {
 		t.Fatal(n)
 	}
 }
+
+func TestVSR012BindSession(t *testing.T) {
+	b := startBroker(t)
+	groupFixture(t, b, 2, 1)
+	first := loginVSR(t, b.Addr(), vsr.V012)
+	first.join()
+	bind := func(c *vsrClient, session uint64, secret [32]byte) vsrReply {
+		body := vsr.AppendBindSession(nil, &vsr.BindSession{Version: vsr.V012.Version(), SDKName: "go-test", SDKVersion: "1",
+			Client: c.client, Session: session, BindSecret: secret})
+		return c.do(vsr.CodeBindSession, body)
+	}
+	second := dialVSR(t, b.Addr(), vsr.V012)
+	second.client = first.client
+	if r := bind(second, first.session, [32]byte{1}); r.evict != nil || r.h.Status != vsr.StatusUnauthenticated {
+		t.Fatalf("bind with a wrong secret: %+v, want status 40", r)
+	}
+	r := bind(second, first.session, first.secret)
+	if r.evict != nil || r.h.Status != 0 || r.h.Operation != vsr.OpNonReplicated {
+		t.Fatalf("bind: %+v", r)
+	}
+	lr, err := vsr.DecodeLoginReply(r.body) // no result section
+	if err != nil || lr.Session != first.session || lr.ServerVersion != vsr.V012.Version() {
+		t.Fatalf("bind reply %+v, %v", lr, err)
+	}
+	second.session = lr.Session
+	if got := second.mine(); !slices.Equal(got.Partitions, []uint32{0, 1}) {
+		t.Fatalf("membership through the bound connection: %v", got.Partitions)
+	}
+	// The first connection is no longer bound.
+	if r := first.do(vsr.CodeSyncGroup, groupRef("s", "t", "g")); r.h.Status != vsr.StatusUnauthenticated {
+		t.Fatalf("the unbound connection's read: %+v, want status 40", r)
+	}
+	// Session 0 binds the current session too.
+	third := dialVSR(t, b.Addr(), vsr.V012)
+	third.client = first.client
+	if r := bind(third, 0, first.secret); r.h.Status != 0 {
+		t.Fatalf("bind with session 0: %+v", r)
+	}
+}
+
+func TestVSRObservability(t *testing.T) {
+	b := startBroker(t)
+	groupFixture(t, b, 1, 3)
+	var seen []iggytest.OffsetStore
+	b.OnOffsetStore(func(s iggytest.OffsetStore) { seen = append(seen, s) })
+	c := loginVSR(t, b.Addr(), vsr.V011)
+	c.join()
+	if err := c.store("s", "t", groupConsumer("g"), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store("s", "t", groupConsumer("g"), 0, 7); !vsr.IsStatus(err, vsr.StatusInvalidOffset) {
+		t.Fatalf("store above the current offset: %v", err)
+	}
+	c.must(vsr.CodePoll, vsr.AppendPoll(nil, &vsr.Poll{Consumer: groupConsumer("g"), Stream: streamID("s"), Topic: streamID("t"),
+		Partition: vsr.PartitionID(0), Strategy: vsr.Strategy{Kind: vsr.StrategyNext}, Count: 10, AutoCommit: true}))
+	c.must(vsr.CodeDeleteOffset, offsetBody(vsr.CodeDeleteOffset, "s", "t", groupConsumer("g"), 0, 0))
+	b.OnOffsetStore(nil)
+	want := []iggytest.OffsetStore{
+		{Offset: 1}, {Offset: 7, Status: vsr.StatusInvalidOffset}, {Offset: 2, AutoCommit: true}, {Delete: true},
+	}
+	if len(seen) != len(want) || !slices.Equal(b.OffsetStores(), seen) {
+		t.Fatalf("hook saw %+v, record %+v", seen, b.OffsetStores())
+	}
+	for i, s := range seen {
+		w := want[i]
+		if s.Offset != w.Offset || s.Status != w.Status || s.AutoCommit != w.AutoCommit || s.Delete != w.Delete ||
+			s.Stream != "s" || s.Topic != "t" || s.Group != "g" || s.Client != c.client || s.Protocol != "0.9" {
+			t.Fatalf("store %d: %+v, want %+v", i, s, w)
+		}
+	}
+	// A send whose message checksum does not match its bytes is refused.
+	batch := vsr.SealBatch(vsr.AppendFrame(vsr.BeginBatch(nil, vsr.BatchHeader{}), vsr.U128From(1), 0, 0, []byte("abc"), nil))
+	batch[vsr.BatchHeaderSize+vsr.FrameHeaderSize] ^= 1
+	body := vsr.AppendSend(nil, &vsr.Send{Stream: streamID("s"), Topic: streamID("t"), Partitioning: vsr.PartitioningPartition,
+		Key: vsr.ToPartition(0), Count: 1, Batch: batch})
+	c.wantStatus("corrupt send", vsr.CodeSend, body, vsr.StatusInvalidFormat)
+	if off, _ := b.HighOffset("s", "t", 0); off != 2 {
+		t.Fatalf("a corrupt send was stored: high offset %d", off)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -340,13 +341,11 @@ func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *v
 // status or in a result-framed reply's result section.
 func transient(op vsr.Operation, rep *reply) bool {
 	code := rep.hdr.Status
-	if code == 0 && op.ResultFramed() && len(rep.body) >= 12 && le32(rep.body) > 0 {
-		code = le32(rep.body[8:])
+	if code == 0 && op.ResultFramed() && len(rep.body) >= 12 && binary.LittleEndian.Uint32(rep.body) > 0 {
+		code = binary.LittleEndian.Uint32(rep.body[8:])
 	}
 	return code == vsr.StatusTransientNotCommitted || code == vsr.StatusTransientNotAccepted
 }
-
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
 
 // startKeepalive pings each connection that has sent nothing for
 // Keepalive. A call in flight counts as traffic, so a busy client never

@@ -102,7 +102,7 @@ func (r *Remote) connect() error {
 	default:
 		return fmt.Errorf("IGGY_TEST_PROTOCOL %q: want auto, 0.8, 0.9 or 0.10", r.Protocol)
 	}
-	c, err := vsrconn.Dial(context.Background(), vsrconn.Config{Address: r.Address, Username: r.Username, Password: r.Password, Dialect: d, RequestTimeout: 30 * time.Second})
+	c, err := vsrconn.Dial(context.Background(), vsrconn.Config{Address: r.Address, Username: r.Username, Password: r.Password, Dialect: d, ConnectTimeout: 15 * time.Second, RequestTimeout: 30 * time.Second})
 	var legacy *vsrconn.LegacyServerError
 	switch {
 	case d == 0 && errors.As(err, &legacy):

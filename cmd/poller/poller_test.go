@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -190,10 +192,12 @@ func TestRunStopsOnSignal(t *testing.T) {
 }
 
 // TestKillAndRestart kills the poller with SIGKILL at several moments while
-// it drains, restarts it, and checks the audit is clean and complete.
+// it drains, restarts it, and checks the audit is clean and complete: on
+// the in-repo broker, or on the real server IGGY_TEST_ADDRESS names.
 func TestKillAndRestart(t *testing.T) {
-	st := newStack(t, 6000)
+	st := newKillStack(t, 6000)
 	bin := buildPoller(t)
+	group := "iggy-connect-sink-s3"
 	// Each poller is killed as soon as it has made progress, so the kill
 	// lands in the middle of draining (state and objects half-way).
 	last := uint64(0)
@@ -204,12 +208,12 @@ func TestKillAndRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 20*time.Second, func() bool {
-			off, ok := st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", 0)
+			off, ok := st.iggy.GroupOffset(st.stream, "logs", group, 0)
 			return ok && off > last
 		})
 		cmd.Process.Kill()
 		cmd.Wait()
-		last, _ = st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", 0)
+		last, _ = st.iggy.GroupOffset(st.stream, "logs", group, 0)
 		t.Logf("kill %d: partition 0 committed up to %d of 1999", i, last)
 		if last >= 1999 {
 			t.Fatalf("kill %d came after the partition was drained; the test needs more data", i)
@@ -217,12 +221,12 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	once := exec.Command(bin, "once")
 	once.Env = append(os.Environ(), st.env...)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		out, err := once.CombinedOutput()
 		done := err == nil
 		for p := uint32(0); p < 3 && done; p++ {
-			off, ok := st.broker.GroupOffset("app", "logs", "iggy-connect-sink-s3", p)
+			off, ok := st.iggy.GroupOffset(st.stream, "logs", group, p)
 			done = ok && off == 1999
 		}
 		if done {
@@ -244,6 +248,48 @@ func TestKillAndRestart(t *testing.T) {
 	if strings.Count(string(out), "2000 messages") != 3 {
 		t.Fatalf("audit does not count 2000 messages per partition:\n%s", out)
 	}
+}
+
+// killStack is newStack's environment over any Iggy: the in-repo broker,
+// or a real server (IGGY_TEST_ADDRESS, IGGY_TEST_PROTOCOL), where the
+// stream gets a name of its own.
+type killStack struct {
+	iggy   iggyadmin.Admin
+	stream string
+	env    []string
+}
+
+func newKillStack(t *testing.T, messages int) *killStack {
+	t.Helper()
+	real := iggyadmin.FromEnv(t)
+	if real == nil {
+		st := newStack(t, messages)
+		return &killStack{iggy: st.broker, stream: "app", env: st.env}
+	}
+	stream := fmt.Sprintf("kill-%d", time.Now().UnixNano())
+	if _, err := real.CreateStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := real.CreateTopic(stream, "logs", 3); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < messages; i++ {
+		payload := fmt.Appendf(nil, `{"seq":%d,"msg":"kill and restart","pad":"%s"}`, i, strings.Repeat("x", 200))
+		if _, err := real.Append(stream, "logs", uint32(i%3), payload, iggytest.SampleHeaders(uint32(1+i%3))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s3srv := testenv.StartVersity(t)
+	s3srv.CreateBucket(t, "poller")
+	moto := testenv.StartMoto(t)
+	return &killStack{iggy: real, stream: stream, env: []string{
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ENDPOINT_URL_DYNAMODB=" + moto.Endpoint,
+		"SINK_BUCKET=poller", "SINK_ENDPOINT=" + s3srv.Endpoint, "SINK_ACCESS_KEY_ID=" + s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY=" + s3srv.SecretKey,
+		"SINK_PREFIX=p", "SINK_STREAM=" + stream, "SINK_TOPICS=logs", "SINK_FILE_ROTATION=messages", "SINK_MAX_MESSAGES_PER_FILE=50",
+		"SINK_MAX_FILE_AGE=1ms", "SINK_LEASE_DURATION=1s", "SINK_BATCH_LENGTH=20", "IGGY_ADDRESS=" + real.Addr(),
+		"IGGY_USERNAME=" + real.Username, "IGGY_PASSWORD=" + real.Password, "IGGY_PROTOCOL=" + real.SinkProtocol(),
+	}}
 }
 
 func waitFor(t *testing.T, d time.Duration, cond func() bool) {

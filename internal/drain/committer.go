@@ -210,7 +210,7 @@ func (c *committer) retire(ctx context.Context, in state.Intent) error {
 	if err != nil || exists {
 		return err
 	}
-	_, err = c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, reasonRecreated)
+	_, err = c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, CauseRecreated)
 	return err
 }
 

@@ -60,7 +60,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 					crashing := w.sink(cfg, opts)
 					_, err := crashing.Run(context.Background())
 					if !crashed.Load() {
-						t.Fatalf("the hook never fired at %s (hits %d)", step, hits.Load())
+						t.Fatalf("the hook never fired at %s (hits %d); the run returned %v", step, hits.Load(), err)
 					}
 					if !errors.Is(err, drain.ErrCrash) {
 						t.Fatalf("crashed run returned %v, want ErrCrash", err)

@@ -366,3 +366,78 @@ func TestMalformedHeadersCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestIggyHoles: Iggy 0.10's offsets can skip numbers after a server
+// recovery. Such a hole is not a loss: the sink writes a gap marker whose
+// cause says so, leaves it out of GapMessages, and the audit tells it
+// from offsets retention deleted — whether the hole falls between two
+// messages of one poll or at the start of one.
+func TestIggyHoles(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		broker := w.hooks(t)
+		const topic = "holes"
+		if _, err := broker.CreateStream(w.stream); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := broker.CreateTopic(w.stream, topic, 1); err != nil {
+			t.Fatal(err)
+		}
+		appendN := func(n int) {
+			for range n {
+				if _, err := broker.Append(w.stream, topic, 0, []byte(`{"msg":"x"}`), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		skip := func(n uint64) {
+			if err := broker.SkipOffsets(w.stream, topic, 0, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		appendN(10) // 0..9
+		skip(5)
+		appendN(10) // 15..24: the hole 10..14 lies inside one poll
+		s := w.sink(w.config(w.settings(topic, topic)), app.Options{})
+		sum, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip(3)
+		appendN(5) // 28..32: the hole 25..27 starts the next run's poll
+		sum2, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendN(10)                                                        // 33..42
+		if err := broker.DeleteBelow(w.stream, topic, 0, 36); err != nil { // 33..35 deleted by retention
+			t.Fatal(err)
+		}
+		sum3, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gaps []drain.Gap
+		var lost, holes uint64
+		for _, sm := range []*drain.Summary{sum, sum2, sum3} {
+			gaps = append(gaps, sm.Partitions[0].Gaps...)
+			lost += sm.Partitions[0].GapMessages()
+			holes += sm.Partitions[0].HoleOffsets()
+		}
+		want := []drain.Gap{{First: 10, Last: 14, Cause: drain.CauseIggyHole}, {First: 25, Last: 27, Cause: drain.CauseIggyHole}, {First: 33, Last: 35, Cause: drain.CauseRetention}}
+		if len(gaps) != len(want) {
+			t.Fatalf("gaps %+v, want %+v", gaps, want)
+		}
+		for i := range want {
+			if gaps[i].First != want[i].First || gaps[i].Last != want[i].Last || gaps[i].Cause != want[i].Cause {
+				t.Fatalf("gap %d = %+v, want %+v", i, gaps[i], want[i])
+			}
+		}
+		if lost != 3 || holes != 8 {
+			t.Fatalf("GapMessages %d, HoleOffsets %d; want 3 lost (33..35) and 8 skipped", lost, holes)
+		}
+		r := w.auditClean(s)
+		if r[0].GapMarkers != 3 || r[0].IggyHoles != 2 || r[0].Messages != 20+5+7 {
+			t.Fatalf("audit: %d gap markers, %d of them holes, %d messages; want 3, 2, 32", r[0].GapMarkers, r[0].IggyHoles, r[0].Messages)
+		}
+	})
+}

@@ -35,7 +35,8 @@ type Written struct {
 	First, Last uint64
 	Messages    uint64 // records in the object; 0 for a gap marker
 	Bytes       uint64 // bytes stored
-	Gap         bool   // a marker for offsets Iggy deleted before the sink read them
+	Gap         bool   // a marker for offsets Iggy deleted before the sink read them, or never had
+	Cause       string // why a gap marker's offsets are missing: CauseRetention, CauseIggyHole, CauseRecreated
 	Existed     bool   // the key already held the object (a repeated write)
 }
 

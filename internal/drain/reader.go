@@ -21,6 +21,9 @@ type sealed struct {
 	// acc holds the records (or, spilled, only their count); nil for a gap.
 	acc *batch.Accumulator
 	gap bool
+	// cause says why a gap's offsets are missing (a Cause constant; ""
+	// until known: upload finds it out).
+	cause string
 	// done gives the accumulator back once the object is uploaded.
 	done func()
 }
@@ -165,7 +168,9 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 }
 
 // add puts polled messages into objects, sealing each full one and
-// reporting a gap wherever offsets jump (Iggy deleted them).
+// reporting a gap wherever offsets jump: Iggy deleted them (retention), or,
+// when the jump is between two messages of one reply, never wrote them (a
+// hole: 0.10's offsets can skip numbers after a server recovery).
 func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) (uint64, error) {
 	for i := range msgs {
 		m := &msgs[i]
@@ -176,7 +181,11 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 			if err := rd.seal(ctx, acc, done, out, true); err != nil {
 				return next, err
 			}
-			if err := rd.send(ctx, out, &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, done: func() {}}); err != nil {
+			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, done: func() {}}
+			if i > 0 && msgs[i-1].Offset == next-1 {
+				gap.cause = CauseIggyHole // retention cannot delete between two messages
+			}
+			if err := rd.send(ctx, out, gap); err != nil {
 				return next, err
 			}
 			next = m.Offset

@@ -80,16 +80,19 @@ type PartitionSummary struct {
 }
 
 // Gap is a range of offsets Iggy no longer had when the sink needed it
-// (retention). The sink writes a marker object for it and continues.
+// (retention), or never had (a hole its offsets skip). The sink writes a
+// marker object for it and continues.
 type Gap struct {
 	First     uint64 `json:"first"`
 	Last      uint64 `json:"last"`
 	MarkerKey string `json:"marker_key"`
+	// Cause is CauseRetention, CauseIggyHole or CauseRecreated.
+	Cause string `json:"cause"`
 }
 
 func (p *PartitionSummary) wrote(w Written) {
 	if w.Gap {
-		p.Gaps = append(p.Gaps, Gap{First: w.First, Last: w.Last, MarkerKey: w.Key})
+		p.Gaps = append(p.Gaps, Gap{First: w.First, Last: w.Last, MarkerKey: w.Key, Cause: w.Cause})
 		return
 	}
 	if p.FirstOffset == nil {
@@ -106,11 +109,26 @@ func (p *PartitionSummary) wrote(w Written) {
 	}
 }
 
-// GapMessages is how many offsets the run reported as gaps.
+// GapMessages is how many offsets the run reported as gaps of messages
+// the archive lacks: deleted by retention or with the partition. Holes,
+// offsets Iggy never gave a message, are not counted (see HoleOffsets).
 func (p *PartitionSummary) GapMessages() uint64 {
 	var n uint64
 	for _, g := range p.Gaps {
-		n += g.Last - g.First + 1
+		if g.Cause != CauseIggyHole {
+			n += g.Last - g.First + 1
+		}
+	}
+	return n
+}
+
+// HoleOffsets is how many offsets the run found Iggy had skipped.
+func (p *PartitionSummary) HoleOffsets() uint64 {
+	var n uint64
+	for _, g := range p.Gaps {
+		if g.Cause == CauseIggyHole {
+			n += g.Last - g.First + 1
+		}
 	}
 	return n
 }

@@ -14,11 +14,33 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
-// Why offsets are missing, as gap markers say it.
+// Why offsets are missing, as gap markers say it: a cause for the audit
+// and a reason for people.
 const (
-	reasonRetention = "deleted by Iggy (retention) before the sink read it"
-	reasonRecreated = "deleted with the partition (it was re-created) before the sink wrote it"
+	CauseRetention = "retention"
+	CauseIggyHole  = "iggy_hole"
+	CauseRecreated = "recreated"
 )
+
+var gapReasons = map[string]string{
+	CauseRetention: "deleted by Iggy (retention) before the sink read it",
+	CauseIggyHole:  "never written: Iggy's offsets skip these numbers (a server recovery can leave such a hole); no message is missing",
+	CauseRecreated: "deleted with the partition (it was re-created) before the sink wrote it",
+}
+
+// gapCause tells why offsets up to last are missing: the partition's
+// first message left is after them (retention deletes the oldest first),
+// or it is before them and they were never written (a hole the server left).
+func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
+	first, _, err := p.conn.Poll(ctx, p.topic, p.info.ID, 0, 1, nil)
+	if err != nil {
+		return "", fmt.Errorf("find the partition's first message, to tell a retention gap from a hole: %w", err)
+	}
+	if len(first) > 0 && first[0].Offset <= last {
+		return CauseIggyHole, nil
+	}
+	return CauseRetention, nil
+}
 
 // upload writes s under its intent's key, create-only, keeping the lease
 // while it runs, and then gives s's accumulator back. An existing object
@@ -31,17 +53,26 @@ const (
 func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	defer s.done()
 	key := c.st.Intent.ObjectKey
-	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
-	if s.gap {
-		c.p.log.Warn("gap: Iggy deleted messages before the sink read them", "first", s.first, "last", s.last, "marker", key)
-	} else {
+	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap, Cause: s.cause}
+	if s.gap && w.Cause == "" {
+		var err error
+		if w.Cause, err = c.p.gapCause(ctx, s.last); err != nil {
+			return w, err
+		}
+	}
+	switch {
+	case w.Cause == CauseIggyHole:
+		c.p.log.Info("gap marker: Iggy's offsets skip these numbers (nothing is missing)", "first", s.first, "last", s.last, "marker", key)
+	case s.gap:
+		c.p.log.Warn("gap: Iggy deleted messages before the sink read them", "first", s.first, "last", s.last, "marker", key, "cause", w.Cause)
+	default:
 		w.Messages = s.last - s.first + 1
 	}
 	var res s3store.Result
 	err := c.await(ctx, func(ctx context.Context) error {
 		if s.gap {
 			var err error
-			res, err = c.putGapMarker(ctx, key, s.first, s.last, reasonRetention)
+			res, err = c.putGapMarker(ctx, key, s.first, s.last, w.Cause)
 			return err
 		}
 		var el errorLines
@@ -162,7 +193,9 @@ type marker struct {
 	FirstMissing uint64 `json:"first_missing,omitempty"`
 	LastMissing  uint64 `json:"last_missing,omitempty"`
 	Voided       string `json:"voided,omitempty"`
-	Reason       string `json:"reason"`
+	// Cause is one of the Cause constants (gap markers only).
+	Cause  string `json:"cause,omitempty"`
+	Reason string `json:"reason"`
 }
 
 func (c *committer) putMarker(ctx context.Context, key string, m marker) (s3store.Result, error) {
@@ -174,8 +207,8 @@ func (c *committer) putMarker(ctx context.Context, key string, m marker) (s3stor
 	return c.p.r.Objects.Put(ctx, s3store.Object{Key: key, ContentType: "application/json"}, body)
 }
 
-func (c *committer) putGapMarker(ctx context.Context, key string, first, last uint64, reason string) (s3store.Result, error) {
-	return c.putMarker(ctx, key, marker{FirstMissing: first, LastMissing: last, Reason: reason})
+func (c *committer) putGapMarker(ctx context.Context, key string, first, last uint64, cause string) (s3store.Result, error) {
+	return c.putMarker(ctx, key, marker{FirstMissing: first, LastMissing: last, Cause: cause, Reason: gapReasons[cause]})
 }
 
 // void fences the key of an intent that will not be written: an empty

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # sam-local.sh (make sam-local): runs the Lambda function the way users test it before deploying —
 # `sam local invoke` and `sam local start-lambda` + `aws lambda invoke` — against MinIO (S3),
-# moto_server (DynamoDB, and STS for the SAM CLI) and an Iggy 0.8 broker, all on this machine and
+# moto_server (DynamoDB, and STS for the SAM CLI) and an Iggy broker (the in-repo one, speaking Iggy 0.9's
+# protocol; IGGY_BROKER_PROTOCOL=0.8 or 0.10 for another), all on this machine and
 # offline. It installs what is missing, starts a Docker engine only when none answers (and then
 # leaves bridge, iptables and ip_forward as it found them), drains produced messages and checks the
 # objects with an independent reader (scripts/samlocal_check.py). See docs/local.md.
 #
 # Locally, without root or a usable engine, it skips with one line; with CI=true that is a failure.
-# IGGY_TEST_ADDRESS=host:port uses a real Iggy 0.8 server (user iggy/iggy) instead of the in-repo
+# IGGY_TEST_ADDRESS=host:port uses a real Iggy server, 0.8, 0.9 or 0.10 (user iggy/iggy), instead of the in-repo
 # broker, in a stream of its own. KEEP=1 keeps the work directory.
 set -Eeuo pipefail
 
@@ -345,8 +346,8 @@ start_iggy() {
 		"$WORK/samlocal" relay -listen "$GW:$IGGY_PORT" -to "$IGGY_TEST_ADDRESS" >>"$WORK/iggy.log" 2>&1 9>&- &
 		IGGY_WHAT="the Iggy server at $IGGY_TEST_ADDRESS (relayed)"
 	else
-		"$WORK/testbroker" -addr "$GW:$IGGY_PORT" >>"$WORK/iggy.log" 2>&1 9>&- &
-		IGGY_WHAT="the in-repo Iggy 0.8 broker"
+		"$WORK/testbroker" -addr "$GW:$IGGY_PORT" -protocol "${IGGY_BROKER_PROTOCOL:-0.9}" >>"$WORK/iggy.log" 2>&1 9>&- &
+		IGGY_WHAT="the in-repo Iggy broker (protocol of Iggy ${IGGY_BROKER_PROTOCOL:-0.9})"
 	fi
 	IGGY_PID=$!
 	PIDS+=("$IGGY_PID")

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iggy/foreign/go/client"
 	"github.com/apache/iggy/foreign/go/client/tcp"
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+	ierror "github.com/apache/iggy/foreign/go/errors"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
@@ -74,12 +75,21 @@ func FromEnv(t testing.TB) *Remote {
 	if addr == "" {
 		return nil
 	}
-	r := &Remote{Address: addr, Username: envOr("IGGY_TEST_USERNAME", "iggy"), Password: envOr("IGGY_TEST_PASSWORD", "iggy"), Protocol: os.Getenv("IGGY_TEST_PROTOCOL")}
-	if err := r.connect(); err != nil {
+	r, err := Dial(addr, envOr("IGGY_TEST_USERNAME", "iggy"), envOr("IGGY_TEST_PASSWORD", "iggy"), os.Getenv("IGGY_TEST_PROTOCOL"))
+	if err != nil {
 		t.Fatalf("IGGY_TEST_ADDRESS %s: %v", addr, err)
 	}
-	t.Cleanup(r.close)
+	t.Cleanup(r.Close)
 	return r
+}
+
+// Dial connects to a server in protocol ("" or auto: whichever it speaks).
+func Dial(addr, user, password, protocol string) (*Remote, error) {
+	r := &Remote{Address: addr, Username: user, Password: password, Protocol: protocol}
+	if err := r.connect(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func envOr(k, def string) string {
@@ -133,7 +143,8 @@ func (r *Remote) connectSDK() error {
 	return nil
 }
 
-func (r *Remote) close() {
+// Close ends the connection.
+func (r *Remote) Close() {
 	if r.vsr != nil {
 		r.vsr.Close()
 	}
@@ -173,6 +184,48 @@ func (r *Remote) CreateStream(name string) (uint32, error) {
 	defer cancel()
 	s, err := r.vsr.CreateStream(c, name)
 	return s.ID, err
+}
+
+// EnsureTopic creates stream and topic when they are missing, and checks
+// that an existing topic has partitions partitions.
+func (r *Remote) EnsureTopic(stream, topic string, partitions int) error {
+	if _, err := r.CreateStream(stream); err != nil && !exists(err) {
+		return fmt.Errorf("create stream %s: %w", stream, err)
+	}
+	_, err := r.CreateTopic(stream, topic, partitions)
+	if err == nil {
+		return nil
+	}
+	if !exists(err) {
+		return fmt.Errorf("create topic %s/%s: %w", stream, topic, err)
+	}
+	n, err := r.partitions(stream, topic)
+	if err == nil && n != partitions {
+		err = fmt.Errorf("topic %s/%s has %d partitions, not %d", stream, topic, n, partitions)
+	}
+	return err
+}
+
+// exists reports a refusal because the stream or topic exists.
+func exists(err error) bool {
+	return vsr.IsStatus(err, vsr.StatusStreamNameExists) || vsr.IsStatus(err, vsr.StatusTopicNameExists) ||
+		errors.Is(err, ierror.ErrStreamNameAlreadyExists) || errors.Is(err, ierror.ErrTopicNameAlreadyExists)
+}
+
+func (r *Remote) partitions(stream, topic string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sdk != nil {
+		t, err := r.sdk.GetTopic(sdkID(stream), sdkID(topic))
+		if err != nil {
+			return 0, err
+		}
+		return int(t.PartitionsCount), nil
+	}
+	c, cancel := ctx()
+	defer cancel()
+	t, _, err := r.vsr.GetTopic(c, vsr.NamedID(stream), vsr.NamedID(topic))
+	return len(t.Partitions), err
 }
 
 // CreateTopic creates a topic with server-default settings (no options:
@@ -296,7 +349,7 @@ func Read(t testing.TB, addr, user, password, stream, topic string, partition ui
 	if err := r.connect(); err != nil {
 		t.Fatalf("read %s/%s: %v", stream, topic, err)
 	}
-	defer r.close()
+	defer r.Close()
 	var out []Message
 	for len(out) < n {
 		msgs, err := r.poll(stream, topic, partition, uint64(len(out)))

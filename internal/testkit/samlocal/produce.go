@@ -5,18 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"time"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
-	ierror "github.com/apache/iggy/foreign/go/errors"
 
-	"github.com/apache/iggy/foreign/go/client"
-	"github.com/apache/iggy/foreign/go/client/tcp"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 )
 
 // Spec says what to produce.
@@ -53,104 +48,36 @@ func Produce(ctx context.Context, s Spec, manifest io.Writer) (int, error) {
 	if s.Partitions < 1 || s.Messages < 1 {
 		return 0, fmt.Errorf("produce: need at least one partition and one message, got %d and %d", s.Partitions, s.Messages)
 	}
-	c, err := connect(ctx, s.Addr)
+	c, err := iggyadmin.Dial(s.Addr, s.User, s.Password, "")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("produce: Iggy at %s as %s: %w", s.Addr, s.User, err)
 	}
 	defer c.Close()
-	if _, err := c.LoginUser(s.User, s.Password); err != nil {
-		return 0, fmt.Errorf("produce: login as %s: %w", s.User, err)
-	}
-	streamID, topicID, err := ensureTopic(c, s)
-	if err != nil {
-		return 0, err
+	if err := c.EnsureTopic(s.Stream, s.Topic, s.Partitions); err != nil {
+		return 0, fmt.Errorf("produce: %w", err)
 	}
 	enc := json.NewEncoder(manifest)
 	sent := 0
 	for p := range s.Partitions {
-		msgs := make([]iggcon.IggyMessage, 0, s.Messages)
-		lines := make([]Sent, 0, s.Messages)
 		for i := range s.Messages {
-			line, entries := message(s.Wave, p, i)
-			m, err := iggcon.NewIggyMessage([]byte(line.Payload), iggcon.WithUserHeaders(entries))
-			if err != nil {
-				return sent, fmt.Errorf("produce: message %d: %w", i, err)
-			}
-			msgs = append(msgs, m)
-			lines = append(lines, line)
-		}
-		if err := ctx.Err(); err != nil {
-			return sent, err
-		}
-		if err := c.SendMessages(streamID, topicID, iggcon.PartitionId(uint32(p)), msgs); err != nil {
-			return sent, fmt.Errorf("produce: send to partition %d: %w", p, err)
-		}
-		for _, l := range lines {
-			if err := enc.Encode(l); err != nil {
+			if err := ctx.Err(); err != nil {
 				return sent, err
 			}
+			line, entries := message(s.Wave, p, i)
+			var headers []byte
+			if len(entries) > 0 {
+				headers = iggcon.GetHeadersBytes(entries)
+			}
+			if _, err := c.Append(s.Stream, s.Topic, uint32(p), []byte(line.Payload), headers); err != nil {
+				return sent, fmt.Errorf("produce: send to partition %d: %w", p, err)
+			}
+			if err := enc.Encode(line); err != nil {
+				return sent, err
+			}
+			sent++
 		}
-		sent += len(msgs)
 	}
 	return sent, nil
-}
-
-// connect dials first: NewIggyClient retries an unreachable address forever.
-func connect(ctx context.Context, addr string) (iggcon.Client, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("produce: Iggy at %s: %w", addr, err)
-	}
-	_ = nc.Close()
-	type result struct {
-		c   iggcon.Client
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		c, err := client.NewIggyClient(client.WithTcp(tcp.WithServerAddress(addr)))
-		ch <- result{c, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, fmt.Errorf("produce: connect to %s: %w", addr, r.err)
-		}
-		return r.c, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("produce: connect to %s: %w", addr, ctx.Err())
-	}
-}
-
-func ensureTopic(c iggcon.Client, s Spec) (stream, topic iggcon.Identifier, err error) {
-	if stream, err = iggcon.NewIdentifier(s.Stream); err != nil {
-		return stream, topic, err
-	}
-	if topic, err = iggcon.NewIdentifier(s.Topic); err != nil {
-		return stream, topic, err
-	}
-	if _, err = c.GetStream(stream); errors.Is(err, ierror.ErrStreamIdNotFound) || errors.Is(err, ierror.ErrStreamNameNotFound) {
-		_, err = c.CreateStream(s.Stream)
-	}
-	if err != nil {
-		return stream, topic, fmt.Errorf("produce: stream %s: %w", s.Stream, err)
-	}
-	td, err := c.GetTopic(stream, topic)
-	if errors.Is(err, ierror.ErrTopicIdNotFound) || errors.Is(err, ierror.ErrTopicNameNotFound) {
-		_, err = c.CreateTopic(stream, s.Topic, uint32(s.Partitions), iggcon.CompressionAlgorithmNone, iggcon.IggyExpiryNeverExpire, 0, nil)
-		if err != nil {
-			return stream, topic, fmt.Errorf("produce: create topic %s/%s: %w", s.Stream, s.Topic, err)
-		}
-		return stream, topic, nil
-	}
-	if err != nil {
-		return stream, topic, fmt.Errorf("produce: topic %s/%s: %w", s.Stream, s.Topic, err)
-	}
-	if int(td.PartitionsCount) != s.Partitions {
-		return stream, topic, fmt.Errorf("produce: topic %s/%s has %d partitions, not %d", s.Stream, s.Topic, td.PartitionsCount, s.Partitions)
-	}
-	return stream, topic, nil
 }
 
 // texts exercise the JSON escaping of payloads.

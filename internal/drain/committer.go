@@ -70,19 +70,25 @@ func (c *committer) start(ctx context.Context) (uint64, error) {
 	return c.position(ctx)
 }
 
-// incarnation compares the partition's creation time with the one the state
+// incarnation compares the partition's identity with the one the state
 // recorded. A partition deleted and re-created under the same name starts
 // again at offset 0: it becomes a new generation whose objects are named
-// apart. A server may also report a new creation time for the same
-// partition (0.8.0 re-stamps it on restart): then the message the state
-// last recorded is still there, and the new time is adopted.
+// apart. On 0.8 and 0.9 the identity is the creation time, which a server
+// may also report anew for the same partition (0.8.0 re-stamps it on
+// restart): then the message the state last recorded is still there, and
+// the new time is adopted. On 0.10 it is the partition's incarnation,
+// which changes exactly when the partition is re-created.
 func (c *committer) incarnation(ctx context.Context) error {
-	cur := c.p.info.CreatedAt
+	cur := identity(c.p.info)
 	if cur == 0 || cur == c.st.Incarnation {
 		return nil
 	}
 	recreated := false
-	if c.st.Incarnation != 0 {
+	switch {
+	case c.st.Incarnation == 0:
+	case exactIdentity(cur) && exactIdentity(c.st.Incarnation):
+		recreated = true
+	default:
 		var err error
 		if recreated, err = c.recreated(ctx); err != nil {
 			return err
@@ -94,7 +100,7 @@ func (c *committer) incarnation(ctx context.Context) error {
 		})
 	}
 	c.p.log.Warn("partition was deleted and re-created in Iggy: archiving the new one from offset 0 as a new generation",
-		"recorded_created_at", c.st.Incarnation, "created_at", cur, "generation", c.st.Generation+1)
+		"recorded_incarnation", describeIdentity(c.st.Incarnation), "incarnation", describeIdentity(cur), "generation", c.st.Generation+1)
 	if in := c.st.Intent; in != nil {
 		if err := c.retire(ctx, *in); err != nil {
 			return err
@@ -109,6 +115,31 @@ func (c *committer) incarnation(ctx context.Context) error {
 	c.ps.Recreated, c.ps.Generation = true, c.st.Generation
 	c.hasStored = c.hasStored && c.stored <= c.p.info.CurrentOffset // else an offset of the old incarnation
 	return nil
+}
+
+// exactBase offsets a recorded identity that is Iggy 0.10's incarnation
+// number rather than a creation time: creation times in microseconds stay
+// below 2^52 until the year 2112, and the sum stays below 2^53, which
+// every DynamoDB client and emulator carries exactly.
+const exactBase = 1 << 52
+
+// identity is what the state records as the partition's incarnation: the
+// server's own incarnation number when it reports one (0.10) that fits,
+// offset by exactBase, else the creation time.
+func identity(p source.PartitionInfo) uint64 {
+	if p.Incarnation != 0 && p.Incarnation < exactBase {
+		return exactBase + p.Incarnation
+	}
+	return p.CreatedAt
+}
+
+func exactIdentity(id uint64) bool { return id >= exactBase }
+
+func describeIdentity(id uint64) string {
+	if exactIdentity(id) {
+		return fmt.Sprintf("incarnation %d", id-exactBase)
+	}
+	return fmt.Sprintf("created at %d µs", id)
 }
 
 // recreated looks for the message the state last recorded (the unfinished

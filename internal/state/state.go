@@ -36,9 +36,10 @@ type State struct {
 	Intent *Intent // unfinished object, nil when none
 
 	// Incarnation identifies the partition these offsets belong to: its
-	// creation time in Iggy (microseconds); 0 until first recorded. A
-	// partition deleted and re-created under the same name is a new
-	// incarnation whose offsets start again at 0.
+	// creation time in Iggy (microseconds), or, from 2^52 up, 2^52 plus
+	// Iggy 0.10's incarnation number of it; 0 until first recorded. A partition
+	// deleted and re-created under the same name is a new incarnation
+	// whose offsets start again at 0.
 	Incarnation uint64
 	// Generation counts the incarnations this state has moved through; the
 	// objects of generation g > 0 carry it in their names, so they never

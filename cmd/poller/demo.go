@@ -43,7 +43,7 @@ func demoSettings(iggyAddr, s3URL string) map[string]string {
 }
 
 func demo(ctx context.Context, out io.Writer) error {
-	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	broker, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggytest.Protocol09))
 	if err != nil {
 		return fmt.Errorf("start the built-in Iggy broker: %w", err)
 	}
@@ -71,7 +71,7 @@ func demo(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "iggy-s3-sink demo\n=================\n\n")
-	fmt.Fprintf(out, "A built-in Iggy 0.8 broker listens on %s with stream %q, topic %q: %d partitions, %d JSON messages with headers.\n",
+	fmt.Fprintf(out, "A built-in Iggy broker speaking Iggy 0.9's protocol listens on %s with stream %q, topic %q: %d partitions, %d JSON messages with headers.\n",
 		broker.Addr(), "demo", "app-logs", partitions, messages)
 	fmt.Fprintf(out, "An in-process S3 server listens on %s with bucket %q. The sink's state lives in memory.\n\n", s3srv.URL, "iggy-archive")
 	fmt.Fprintf(out, "Run 1: drain through consumer group %q, rotating every %d messages (json_lines)...\n", "s3-sink-demo", cfg.Plugin.MaxMessagesPerFile)
@@ -79,6 +79,7 @@ func demo(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "  connected with iggy.protocol = auto: the server speaks %s\n", sum.Iggy)
 	fmt.Fprintf(out, "  wrote %d objects, %d messages, %d bytes in %d ms\n", sum.Objects, sum.Messages, sum.Bytes, sum.DurationMS)
 	for _, p := range sum.Partitions {
 		if p.Pending > 0 {

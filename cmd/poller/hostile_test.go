@@ -48,7 +48,7 @@ func TestMalformedReplyEndsRunWithSummary(t *testing.T) {
 	bin := buildPoller(t)
 	env := append(append(os.Environ(), st.env...), "SINK_LEASE_DURATION=5m")
 	cmd := exec.Command(bin, "once")
-	cmd.Env = append(env, "IGGY_ADDRESS="+proxy.Addr())
+	cmd.Env = append(env, "IGGY_ADDRESS="+proxy.Addr(), "IGGY_PROTOCOL=0.8") // the proxy rewrites 0.8 frames
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -123,6 +123,7 @@ func TestStalledServersEndWithinBounds(t *testing.T) {
 			return rep
 		})
 		t.Setenv("IGGY_ADDRESS", proxy.Addr())
+		t.Setenv("IGGY_PROTOCOL", "0.8") // the proxy stalls 0.8 frames
 		for _, tc := range []struct {
 			env  map[string]string
 			want string

@@ -11,7 +11,7 @@ import (
 // local is `poller local` (make local): the stand-ins until a signal.
 func (c *command) local(ctx context.Context) int {
 	fmt.Fprintln(c.stdout, "Starting S3, DynamoDB and an Iggy test broker on 127.0.0.1 ...")
-	st, err := devenv.Start(ctx, devenv.Options{Log: c.log})
+	st, err := devenv.Start(ctx, devenv.Options{Log: c.log, IggyProtocol: os.Getenv("IGGY_BROKER_PROTOCOL")})
 	if err != nil {
 		fmt.Fprintln(c.stderr, "poller local:", err)
 		return 1

@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("demo exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"Objects in s3://iggy-archive", "00000-00000000000000000000-00000000000000000399.jsonl", `"partition_id":0`, "ok   demo/app-logs partition 3"} {
+	for _, want := range []string{"the server speaks Iggy 0.9 (protocol 0.11.0)", "Objects in s3://iggy-archive", "00000-00000000000000000000-00000000000000000399.jsonl", `"partition_id":0`, "ok   demo/app-logs partition 3"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -47,7 +47,10 @@ type Options struct {
 	Bucket                       string // [iggy-local]
 	Table                        string // [iggy-s3-sink-state]
 	Seed                         Seed   // [app/logs, 4 partitions, 1000 messages]
-	Log                          *slog.Logger
+	// IggyProtocol is the protocol the test broker speaks: "0.8", "0.9"
+	// or "0.10" [0.9, what Iggy 0.9 servers speak].
+	IggyProtocol string
+	Log          *slog.Logger
 }
 
 // Stack is a running set of local stand-ins.
@@ -56,6 +59,7 @@ type Stack struct {
 	S3Endpoint     string
 	DynamoEndpoint string
 	IggyAddr       string
+	IggyProtocol   string
 	Bucket, Table  string
 	Seed           Seed
 	DataDir        string // the S3 server's files
@@ -72,6 +76,9 @@ func (o *Options) defaults() {
 	o.S3Port = cmpOr(o.S3Port, 9000)
 	o.DynamoPort = cmpOr(o.DynamoPort, 8000)
 	o.IggyPort = cmpOr(o.IggyPort, 8090)
+	if o.IggyProtocol == "" {
+		o.IggyProtocol = iggytest.Protocol09
+	}
 	if o.Bucket == "" {
 		o.Bucket = "iggy-local"
 	}
@@ -192,11 +199,11 @@ func (s *Stack) startBroker(o Options) error {
 	if err != nil {
 		return err
 	}
-	b, err := iggytest.Start(iggytest.WithAddr("127.0.0.1:"+strconv.Itoa(port)), iggytest.WithLogger(o.Log))
+	b, err := iggytest.Start(iggytest.WithAddr("127.0.0.1:"+strconv.Itoa(port)), iggytest.WithLogger(o.Log), iggytest.WithProtocol(o.IggyProtocol))
 	if err != nil {
 		return fmt.Errorf("start the Iggy test broker: %w", err)
 	}
-	s.broker, s.IggyAddr = b, b.Addr()
+	s.broker, s.IggyAddr, s.IggyProtocol = b, b.Addr(), o.IggyProtocol
 	sd := s.Seed
 	return b.Seed(sd.Stream, sd.Topic, sd.Partitions, sd.Messages)
 }
@@ -256,8 +263,8 @@ func (s *Stack) Describe(w io.Writer) {
 	sd := s.Seed
 	fmt.Fprintf(w, "  S3        %s at %s, bucket %q\n", s.S3Kind, s.S3Endpoint, s.Bucket)
 	fmt.Fprintf(w, "  DynamoDB  moto_server at %s, table %q\n", s.DynamoEndpoint, s.Table)
-	fmt.Fprintf(w, "  Iggy      test broker at %s (user iggy, password iggy), stream %q topic %q: %d partitions, %d messages\n",
-		s.IggyAddr, sd.Stream, sd.Topic, sd.Partitions, sd.Messages)
+	fmt.Fprintf(w, "  Iggy      test broker at %s speaking Iggy %s's protocol (user iggy, password iggy), stream %q topic %q: %d partitions, %d messages\n",
+		s.IggyAddr, s.IggyProtocol, sd.Stream, sd.Topic, sd.Partitions, sd.Messages)
 }
 
 // Close stops the broker and the servers and removes the S3 data.

@@ -30,6 +30,10 @@ type Runner struct {
 	hooks hooks
 }
 
+// speaker is a connection that can say which protocol it speaks
+// (*source.Conn).
+type speaker interface{ Speaks() string }
+
 // job is one partition to drain.
 type job struct {
 	stream Stream
@@ -57,6 +61,9 @@ func (r *Runner) Run(ctx context.Context) (sum *Summary, err error) {
 	conn, err := r.Dial(ctx)
 	if err != nil {
 		return sum, fmt.Errorf("drain: %w", err)
+	}
+	if sp, ok := conn.(speaker); ok {
+		sum.Iggy = sp.Speaks()
 	}
 	topics, jobs, setupErr := r.setup(ctx, conn)
 	sum.Groups = len(topics)

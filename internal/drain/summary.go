@@ -7,12 +7,15 @@ import (
 
 // Summary is what one run did, per partition. It is the Lambda's result.
 type Summary struct {
-	Owner      string    `json:"owner"`
-	Started    time.Time `json:"started"`
-	DurationMS int64     `json:"duration_ms"`
-	Objects    uint64    `json:"objects"`
-	Messages   uint64    `json:"messages"`
-	Bytes      uint64    `json:"bytes"`
+	Owner   string    `json:"owner"`
+	Started time.Time `json:"started"`
+	// Iggy says which Iggy release and protocol the server speaks, as the
+	// connection found out ("Iggy 0.9 (protocol 0.11.0)").
+	Iggy       string `json:"iggy,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Objects    uint64 `json:"objects"`
+	Messages   uint64 `json:"messages"`
+	Bytes      uint64 `json:"bytes"`
 	// Failed counts partitions that failed; a stop is not a failure.
 	Failed int `json:"failed_partitions"`
 	// Stopped says why the run ended early: "signal" (its context was

@@ -24,7 +24,7 @@ SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
 LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
 
-.PHONY: all help demo local test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
+.PHONY: all help demo local check test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -41,6 +41,11 @@ demo:
 local: tools py-tools
 	@$(GO) build -o $(BIN)/poller ./cmd/poller
 	@$(BIN)/poller local
+
+## check: the quick loop while editing: gofmt, vet, and every test that needs nothing installed (in-process S3,
+## DynamoDB and Iggy broker; no -race), ending with one line (make test runs everything)
+check: fmt-check vet
+	set -o pipefail; SINK_CHECK=1 MODEL_SEEDS=20 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
 
 ## test: install tools, check formatting and vet, run every test with -race (the drain's in process, on the broker's
 ## Iggy 0.9 protocol; a line on skipped tests ends each step), then the drain against versitygw, MinIO and moto_server

@@ -13,12 +13,14 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
-// benchWorld is a world for benchmarks: the same servers, no test bookkeeping.
+// benchWorld is a world for benchmarks: the same servers, no test
+// bookkeeping; the broker speaks IGGY_TEST_PROTOCOL (default 0.9).
 func benchWorld(b testing.TB) (*iggytest.Broker, *testenv.S3, *testenv.Moto) {
-	br, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+	br, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(b)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,6 +36,9 @@ const benchObject = 8 << 20
 // of the same size, to the same server) in the same run:
 //
 //	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
+//
+// IGGY_TEST_PROTOCOL=0.8 (or 0.10) drains through that protocol's client;
+// BENCH_MEMSTATE=1 keeps the state in memory instead of moto_server.
 func BenchmarkDrain(b *testing.B) {
 	for _, parts := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {

@@ -110,6 +110,7 @@ type Iggy struct {
 	CredentialsSecret string // Secrets Manager secret name or ARN holding the credentials
 	ConnectTimeout    time.Duration
 	RequestTimeout    time.Duration // longest wait for one reply
+	Keepalive         time.Duration // 0.9/0.10: ping after this much silence
 }
 
 // TransformTable is one [transforms.<Type>] table, raw.

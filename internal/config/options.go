@@ -356,6 +356,9 @@ func buildOptions() []*option {
 		with(iggy("connect_timeout", kDuration, "5s", "timeout for connecting to Iggy", func(i *Iggy) any { return &i.ConnectTimeout }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.ConnectTimeout }, 1)
 		}),
+		with(iggy("keepalive", kDuration, "10s", "Iggy 0.9/0.10: ping after this much silence on the connection; keep it under the server's heartbeat eviction (36s for 0.9's defaults)", func(i *Iggy) any { return &i.Keepalive }), func(o *option) {
+			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.Keepalive }, 1)
+		}),
 		with(iggy("request_timeout", kDuration, "30s", "longest wait for one Iggy reply; the connection is then cut and the run ends with an error naming the command", func(i *Iggy) any { return &i.RequestTimeout }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &c.Iggy.RequestTimeout }, 1)
 		}),

@@ -121,6 +121,11 @@ var backends = []struct {
 
 // eachBackend runs test once per selected backend, as subtests.
 func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
+	eachBackendWith(t, nil, test)
+}
+
+// eachBackendWith is eachBackend with options for the in-repo broker.
+func eachBackendWith(t *testing.T, broker []iggytest.Option, test func(t *testing.T, w *world)) {
 	picked := strings.Split(os.Getenv("DRAIN_BACKENDS"), ",")
 	for _, b := range backends {
 		if picked[0] != "" && !slices.Contains(picked, b.name) {
@@ -128,7 +133,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t)
+			w := newWorld(t, broker...)
 			w.backend = b.name
 			b.start(t, w)
 			test(t, w)
@@ -136,13 +141,15 @@ func eachBackend(t *testing.T, test func(t *testing.T, w *world)) {
 	}
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, brokerOpts ...iggytest.Option) *world {
 	t.Helper()
 	w := &world{t: t, stream: "app", user: iggyUser, password: iggyPassword}
 	if real := iggyadmin.FromEnv(t); real != nil {
 		w.iggy, w.stream, w.user, w.password = real, uniqueName("app"), real.Username, real.Password
 	} else {
-		b, err := iggytest.Start(iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(t)))
+		opts := append([]iggytest.Option{iggytest.WithUser(iggyUser, iggyPassword), iggytest.WithLogger(slog.New(slog.DiscardHandler)),
+			iggytest.WithProtocol(iggyadmin.BrokerProtocol(t))}, brokerOpts...)
+		b, err := iggytest.Start(opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ type vsrBackend struct {
 
 	syncMu   sync.Mutex // one Sync at a time (see owns)
 	mu       sync.Mutex
+	joined   map[groupKey]bool
 	groups   map[groupKey]*assignment
 	contexts map[partKey]vsr.PartitionContext // 0.10: per partition, the latest
 }
@@ -35,9 +36,10 @@ type groupKey struct {
 
 type partKey struct{ stream, topic, partition uint32 }
 
-// assignment is what Sync last said about this member's partitions.
+// assignment is what Sync last said about this member's partitions; it is
+// never changed once stored (a change stores a new one), so a reader may
+// keep it after releasing the lock.
 type assignment struct {
-	generation uint64
 	partitions []uint32
 	synced     time.Time
 }
@@ -63,7 +65,7 @@ func openVSR(ctx context.Context, cfg Config, tlsCfg *tls.Config, d vsr.Dialect)
 			cfg.Address, who(cfg), err, cfg.Address, serverKind(cfg.Protocol))
 	}
 	_, ver := vc.Server()
-	b := &vsrBackend{c: vc, groups: map[groupKey]*assignment{}, contexts: map[partKey]vsr.PartitionContext{}}
+	b := &vsrBackend{c: vc, joined: map[groupKey]bool{}, groups: map[groupKey]*assignment{}, contexts: map[partKey]vsr.PartitionContext{}}
 	return newConn(cfg, b, fmt.Sprintf("Iggy %s (protocol %s)", vc.Dialect().Server(), ver)), nil
 }
 
@@ -134,20 +136,30 @@ func (b *vsrBackend) join(ctx context.Context, t *Topic) error {
 	if err := b.c.JoinGroup(ctx, g); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	b.joined[gkey(t)] = true
+	b.mu.Unlock()
 	_, err = b.sync(ctx, t)
 	return err
 }
 
-// sync asks which partitions are this member's now.
+// sync asks which partitions are this member's now. A member the server no
+// longer counts (its membership expired, or it was evicted from the group)
+// joins again once, since Join is idempotent, and asks again.
 func (b *vsrBackend) sync(ctx context.Context, t *Topic) (*assignment, error) {
 	a, member, err := b.c.SyncGroup(ctx, groupRef(t))
+	if err == nil && !member && b.wasJoined(t) {
+		if err = b.c.JoinGroup(ctx, groupRef(t)); err == nil {
+			a, member, err = b.c.SyncGroup(ctx, groupRef(t))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sync consumer group: %w", err)
 	}
 	if !member {
 		a = vsr.Assignment{}
 	}
-	as := &assignment{generation: a.Generation, partitions: a.Partitions, synced: time.Now()}
+	as := &assignment{partitions: a.Partitions, synced: time.Now()}
 	b.mu.Lock()
 	b.groups[gkey(t)] = as
 	b.mu.Unlock()
@@ -181,19 +193,31 @@ func (b *vsrBackend) owns(ctx context.Context, t *Topic, p uint32) (bool, error)
 	return slices.Contains(a.partitions, p), nil
 }
 
-// moved forgets p's ownership after the server said it moved.
+func (b *vsrBackend) wasJoined(t *Topic) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.joined[gkey(t)]
+}
+
+// moved forgets p's ownership after the server said it moved, and the
+// owner generation its polls were bound to.
 func (b *vsrBackend) moved(t *Topic, p uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if a := b.groups[gkey(t)]; a != nil {
-		a.partitions = slices.DeleteFunc(slices.Clone(a.partitions), func(x uint32) bool { return x == p })
-		a.synced = time.Time{}
+		b.groups[gkey(t)] = &assignment{partitions: slices.DeleteFunc(slices.Clone(a.partitions), func(x uint32) bool { return x == p })}
+	}
+	k := partKey{t.StreamID, t.TopicID, p}
+	if pc, ok := b.contexts[k]; ok {
+		pc.OwnerGeneration = 0
+		b.contexts[k] = pc
 	}
 }
 
 func (b *vsrBackend) leave(ctx context.Context, t *Topic) error {
 	b.mu.Lock()
 	delete(b.groups, gkey(t))
+	delete(b.joined, gkey(t))
 	b.mu.Unlock()
 	err := b.c.LeaveGroup(ctx, groupRef(t))
 	if vsr.IsStatus(err, vsr.StatusGroupMemberNotFound) {
@@ -272,7 +296,11 @@ func offsetReq(t *Topic, p uint32) *vsr.Offset {
 }
 
 func (b *vsrBackend) storedOffset(ctx context.Context, t *Topic, p uint32) (uint64, bool, error) {
-	so, ok, err := b.c.StoredOffset(ctx, offsetReq(t, p), b.context(t, p))
+	pc := b.context(t, p)
+	if pc != nil {
+		pc.OwnerGeneration = 0 // a read binds to no owner
+	}
+	so, ok, err := b.c.StoredOffset(ctx, offsetReq(t, p), pc)
 	if err != nil {
 		return 0, false, b.fenced(t, p, err)
 	}

@@ -436,7 +436,7 @@ func DecodeCluster(b []byte, d Dialect) (Cluster, error) {
 	r := newDecoder("cluster metadata", b)
 	c := Cluster{Name: r.longString("cluster name")}
 	n := r.u32("nodes count")
-	if r.err == nil && uint64(n)*22 > uint64(r.left()) {
+	if r.err == nil && uint64(n)*18 > uint64(r.left()) { // the smallest node: empty name and ip
 		r.fail("claims %d nodes in %d bytes", n, r.left())
 	}
 	for i := uint32(0); r.err == nil && i < n; i++ {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -83,8 +82,11 @@ type Client struct {
 	routes  map[routeKey]*link // partitions routed to another node (0.10)
 	nodes   map[uint8]*link    // connections to other nodes, by replica id
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	routeMu sync.Mutex // one route lookup (and node connection) at a time
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // Dial connects, logs in, and starts the keepalive pings. With a zero
@@ -252,14 +254,14 @@ func (c *Client) Server() (name string, protocol vsr.Version) {
 // Lost reports whether the primary connection is unusable.
 func (c *Client) Lost() bool { return c.primary.lostErr() != nil }
 
-// Close ends the session: a logout when the connection still works (bounded
-// by a second), then every connection closes.
+// Close ends the session: once the keepalive has stopped, a logout when
+// the connection still works (its reply awaited for a second at most), then
+// every connection closes. Later calls do nothing.
 func (c *Client) Close() error {
-	select {
-	case <-c.stop:
+	first := false
+	c.closeOnce.Do(func() { first = true; close(c.stop) })
+	if !first {
 		return nil
-	default:
-		close(c.stop)
 	}
 	c.wg.Wait()
 	if !c.Lost() {
@@ -286,6 +288,11 @@ func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		// Ended while it waited its turn: nothing was sent, the
+		// connection stays as it was.
+		return nil, fmt.Errorf("iggy %s: not sent: %w", vsr.CodeName(code), context.Cause(ctx))
+	}
 	h := vsr.RequestHeader{Client: c.id, Operation: op, Session: c.session, Code: code, RequestChecksum: c.checksum(op, body)}
 	h.Request = c.requestNumber(op)
 	if pctx != nil && c.dialect >= vsr.V012 {
@@ -325,6 +332,9 @@ func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *v
 		if err != nil || !transient(h.Operation, &rep) {
 			return rep, err
 		}
+		if !h.Operation.Replicated() && c.dialect >= vsr.V012 {
+			h.Request = c.requestNumber(h.Operation) // 0.12: every read a number of its own
+		}
 		if !deadline.IsZero() && time.Now().Add(pause).After(deadline) {
 			return rep, nil
 		}
@@ -340,11 +350,14 @@ func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *v
 // transient reports a refusal to be replayed: 57 or 58, in the header's
 // status or in a result-framed reply's result section.
 func transient(op vsr.Operation, rep *reply) bool {
-	code := rep.hdr.Status
-	if code == 0 && op.ResultFramed() && len(rep.body) >= 12 && binary.LittleEndian.Uint32(rep.body) > 0 {
-		code = binary.LittleEndian.Uint32(rep.body[8:])
+	err := error(&vsr.ServerError{Code: rep.hdr.Status})
+	if rep.hdr.Status == 0 {
+		if !op.ResultFramed() || len(rep.body) == 0 {
+			return false
+		}
+		_, err = vsr.SplitResult(rep.body)
 	}
-	return code == vsr.StatusTransientNotCommitted || code == vsr.StatusTransientNotAccepted
+	return vsr.IsStatus(err, vsr.StatusTransientNotCommitted) || vsr.IsStatus(err, vsr.StatusTransientNotAccepted)
 }
 
 // startKeepalive pings each connection that has sent nothing for

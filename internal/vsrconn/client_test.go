@@ -348,3 +348,38 @@ func TestTransientRefusalsAreReplayed(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledCallsKeepTheConnection: calls share one connection, so a
+// caller whose context ends must not take it from the others: a call that
+// ends before its turn sends nothing, and a reply that comes soon after a
+// cancel is read, leaving the connection in step.
+func TestCancelledCallsKeepTheConnection(t *testing.T) {
+	slow := make(chan struct{})
+	srv := startFake(t, serverOf(vsr.V011, map[uint32]func(*fakeConn, vsr.RequestHeader, []byte) []byte{
+		vsr.CodeGetStream: func(_ *fakeConn, h vsr.RequestHeader, body []byte) []byte {
+			if string(body[2:]) == "slow" {
+				<-slow // answers once the caller has given up
+			}
+			return replyTo(vsr.V011, h, 0, nil)
+		},
+	}))
+	ctx := context.Background()
+	c, err := Dial(ctx, Config{Address: srv.addr(), Username: "iggy", Password: "iggy", Keepalive: -1, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := c.GetStream(done, vsr.NamedID("s")); !errors.Is(err, context.Canceled) || errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("a call whose context had ended: %v, want context.Canceled and the connection kept", err)
+	}
+	short, cancel2 := context.WithCancel(ctx)
+	go func() { time.Sleep(100 * time.Millisecond); cancel2(); time.Sleep(100 * time.Millisecond); close(slow) }()
+	if _, _, err := c.GetStream(short, vsr.NamedID("slow")); err != nil {
+		t.Fatalf("a reply that came 100ms after the cancel: %v, want it read", err)
+	}
+	if _, _, err := c.GetStream(ctx, vsr.NamedID("s")); err != nil || c.Lost() {
+		t.Fatalf("the next call: %v (lost %v)", err, c.Lost())
+	}
+}

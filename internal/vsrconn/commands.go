@@ -287,8 +287,17 @@ func (c *Client) nodeLinks() []*link {
 	return out
 }
 
-// route asks for key's primary and returns the connection to it.
+// route asks for key's primary and returns the connection to it. One
+// lookup runs at a time, so two refusals for partitions of one node share
+// its connection.
 func (c *Client) route(ctx context.Context, key routeKey) (*link, error) {
+	c.routeMu.Lock()
+	defer c.routeMu.Unlock()
+	select {
+	case <-c.stop:
+		return nil, fmt.Errorf("%w: the client is closed", ErrConnectionLost)
+	default:
+	}
 	b, err := c.do(ctx, c.primary, vsr.CodePartitionRoute, vsr.AppendRouteRequest(nil, key.stream, key.topic, key.partition), nil)
 	if err != nil {
 		return nil, fmt.Errorf("iggy get partition route: %w", err)
@@ -327,6 +336,15 @@ func (c *Client) route(ctx context.Context, key routeKey) (*link, error) {
 		}
 	}
 	c.mu.Lock()
+	select {
+	case <-c.stop: // closed while it bound: the new connection goes too
+		c.mu.Unlock()
+		if !home {
+			l.close()
+		}
+		return nil, fmt.Errorf("%w: the client is closed", ErrConnectionLost)
+	default:
+	}
 	if c.routes == nil {
 		c.routes, c.nodes = map[routeKey]*link{}, map[uint8]*link{}
 	}

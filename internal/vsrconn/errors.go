@@ -82,7 +82,7 @@ func window(lo, hi vsr.Version) string {
 	return fmt.Sprintf("[%s, %s]", lo, hi)
 }
 
-// serverOf names the Iggy release that speaks protocol v.
+// releaseOf names the Iggy release that speaks protocol v.
 func releaseOf(v vsr.Version) string {
 	if d, ok := vsr.DialectOf(v); ok {
 		return "Iggy " + d.Server()

@@ -33,6 +33,7 @@ type link struct {
 	stateMu  sync.Mutex
 	lost     error // why the link is unusable; nil while it works
 	lastSent time.Time
+	seq      uint64 // counts exchange starts and ends
 }
 
 // dialLink connects within timeout, completing a TLS handshake when tc is set.
@@ -65,21 +66,43 @@ type reply struct {
 	body []byte
 }
 
-// exchange sends one request and reads its reply before deadline (zero =
-// none, the request timeout) and within ctx. It returns an *EvictedError for an eviction frame and a
-// *LegacyServerError when the peer answered in Iggy 0.8's framing. Any
-// failure other than a reply with a status cuts the link.
+// cancelGrace is how long a reply may still come once the caller's
+// context ends in the middle of an exchange: read in time, it leaves the
+// connection usable for every other caller, where a cut would fail them all.
+const cancelGrace = time.Second
+
+// exchange sends one request and reads its reply before deadline (the
+// request timeout; zero: none) and while ctx lasts, plus cancelGrace. It
+// returns an *EvictedError for an eviction frame and a *LegacyServerError
+// when the peer answered in Iggy 0.8's framing. Any failure other than a
+// reply with a status cuts the link.
 func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestHeader, body []byte) (reply, error) {
 	if err := l.lostErr(); err != nil {
 		return reply{}, err
 	}
-	// The context's end (deadline or cancel) interrupts through AfterFunc,
-	// so that the error can tell it from the request timeout.
 	if err := l.nc.SetDeadline(deadline); err != nil {
 		return reply{}, l.cut(fmt.Errorf("%w: %w", ErrConnectionLost, err))
 	}
-	stop := context.AfterFunc(ctx, func() { _ = l.nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// The context's end shortens the deadline to cancelGrace, so that the
+	// error can tell it from the request timeout. The callback may run late:
+	// the exchange number keeps it off the next exchange.
+	l.stateMu.Lock()
+	l.seq++
+	seq := l.seq
+	l.stateMu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		l.stateMu.Lock()
+		defer l.stateMu.Unlock()
+		if grace := time.Now().Add(cancelGrace); l.seq == seq && (deadline.IsZero() || grace.Before(deadline)) {
+			_ = l.nc.SetDeadline(grace)
+		}
+	})
+	defer func() {
+		stop()
+		l.stateMu.Lock()
+		l.seq++
+		l.stateMu.Unlock()
+	}()
 
 	h.Size = uint32(vsr.HeaderSize + len(body))
 	l.wbuf = vsr.AppendRequestHeader(l.wbuf[:0], l.dialect, h)

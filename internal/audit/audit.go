@@ -15,20 +15,6 @@ type Lister interface {
 	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
 }
 
-// MarkerReader reads an object (*s3store.Uploader). A Lister that is one
-// has its gap markers read, so that the audit tells offsets Iggy deleted
-// from offsets Iggy never had (a hole its offsets skip).
-type MarkerReader interface {
-	Get(ctx context.Context, key string) ([]byte, error)
-}
-
-// Gap marker causes, as the drain writes them.
-const (
-	CauseRetention = "retention"
-	CauseIggyHole  = "iggy_hole"
-	CauseRecreated = "recreated"
-)
-
 // Partition is one partition to check, with the consumer group's committed
 // offset (nil when the group has stored none) and, when it was read, the
 // sink's state for it.
@@ -55,10 +41,10 @@ type State struct {
 type Range struct {
 	First, Last uint64
 	Key         string
-	Gap         bool
-	// Cause is a gap marker's cause when it was read (see MarkerReader).
-	Cause string
-	Size  int64
+	// Gap is set for a gap marker; Hole too for a hole marker (offsets
+	// Iggy never had: its offsets skip them, so no message is missing).
+	Gap, Hole bool
+	Size      int64
 	// Generation is the partition's incarnation (0 until it is re-created).
 	Generation uint32
 }
@@ -81,9 +67,9 @@ type Report struct {
 	ErrorObjects int `json:"error_objects,omitempty"`
 	Objects      int `json:"objects"`
 	GapMarkers   int `json:"gap_markers"`
-	// IggyHoles counts the gap markers of offsets Iggy never had (its
-	// offsets skip them, e.g. after a 0.10 server recovery): no message is
-	// missing there. Counted when the markers could be read.
+	// IggyHoles counts the hole markers among them: offsets Iggy never
+	// had (its offsets skip them, e.g. after a 0.10 server recovery), so no
+	// message is missing there.
 	IggyHoles int     `json:"iggy_holes,omitempty"`
 	Messages  uint64  `json:"messages"`
 	Bytes     int64   `json:"bytes"`
@@ -159,7 +145,7 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 					voided[k] = true
 				}
 			default:
-				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Size: size, Generation: n.Generation})
+				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Size: size, Generation: n.Generation})
 			}
 			return nil
 		})
@@ -170,9 +156,6 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 		if o.Progress != nil {
 			pr.Total, pr.Done = total, true
 			o.Progress(pr)
-		}
-		if err := readCauses(ctx, l, ranges); err != nil {
-			return reports, err
 		}
 		errs, err := listErrors(ctx, l, names, p)
 		if err != nil {
@@ -185,30 +168,6 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 		reports = append(reports, reps...)
 	}
 	return reports, nil
-}
-
-// readCauses reads the cause of each gap marker, when l can read objects.
-func readCauses(ctx context.Context, l Lister, ranges []Range) error {
-	mr, ok := l.(MarkerReader)
-	if !ok {
-		return nil
-	}
-	for i := range ranges {
-		if !ranges[i].Gap {
-			continue
-		}
-		body, err := mr.Get(ctx, ranges[i].Key)
-		if err != nil {
-			return fmt.Errorf("audit: read gap marker %s: %w", ranges[i].Key, err)
-		}
-		var m struct {
-			Cause string `json:"cause"`
-		}
-		if json.Unmarshal(body, &m) == nil {
-			ranges[i].Cause = m.Cause
-		}
-	}
-	return nil
 }
 
 // listErrors lists a partition's error objects by generation.
@@ -328,7 +287,7 @@ func Verify(p Partition, ranges []Range) Report {
 		r := &ranges[i]
 		if r.Gap {
 			rep.GapMarkers++
-			if r.Cause == CauseIggyHole {
+			if r.Hole {
 				rep.IggyHoles++
 			}
 		} else {

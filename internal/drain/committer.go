@@ -154,10 +154,13 @@ func (c *committer) recreated(ctx context.Context) (bool, error) {
 	} else if !c.st.HasWritten {
 		return false, nil // nothing archived yet: nothing to tell apart
 	}
-	msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
 	switch {
 	case err != nil:
 		return false, err
+	case !owned:
+		// An empty answer for a partition that moved proves nothing.
+		return false, fmt.Errorf("%w: it moved before its incarnation could be checked", source.ErrNotOwner)
 	case len(msgs) == 0:
 		return true, nil // the partition ends before it
 	case msgs[0].Offset == off && ts != 0:
@@ -211,9 +214,13 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	if miss == nil {
 		return nil
 	}
-	// Retention removes the oldest messages first: everything from the
-	// intent's start to the first message left is gone.
-	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, gap: true, done: func() {}}
+	// Everything from the intent's start to the first message left is gone:
+	// retention removes the oldest messages first; a hole never held any.
+	cause, err := c.p.gapCause(ctx, miss.Next-1)
+	if err != nil {
+		return err
+	}
+	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, gap: true, cause: cause, done: func() {}}
 	if err := c.setIntent(ctx, gap); err != nil {
 		return err
 	}

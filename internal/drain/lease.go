@@ -51,7 +51,10 @@ func (c *committer) release(ctx context.Context) error {
 }
 func (c *committer) intentFor(s *sealed) state.Intent {
 	key := c.names.Object(s.first, s.last, s.ts)
-	if s.gap {
+	switch {
+	case s.gap && s.cause == CauseIggyHole:
+		key = c.names.Hole(s.first, s.last, s.ts)
+	case s.gap:
 		key = c.names.Gap(s.first, s.last, s.ts)
 	}
 	in := state.Intent{First: s.first, Last: s.last, ObjectKey: key}

@@ -80,18 +80,17 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 	return lc, err
 }
 
-// owned probes whether this member owns the partition: the newest message
-// always exists, and a poll of a partition this member does not own
-// answers nothing. It returns why the partition is skipped, if it is.
+// owned asks whether this member owns the partition. It returns why the
+// partition is skipped, if it is.
 func (p *partition) owned(ctx context.Context) (string, error) {
 	if p.info.MessagesCount == 0 {
 		return "partition is empty", nil
 	}
-	probe, owned, err := p.conn.Poll(ctx, p.topic, p.info.ID, p.info.CurrentOffset, 1, nil)
-	if err != nil && !errors.Is(err, source.ErrNotOwner) {
+	owned, err := p.conn.Owns(ctx, p.topic, p.info.ID)
+	if err != nil {
 		return "", err
 	}
-	if !owned || len(probe) == 0 {
+	if !owned {
 		return fmt.Sprintf("assigned to another member of consumer group %q", p.topic.Group), nil
 	}
 	return "", nil
@@ -101,6 +100,10 @@ func (p *partition) owned(ctx context.Context) (string, error) {
 // and ends both.
 func (p *partition) run(ctx context.Context, c *committer, readAhead chan struct{}, ps *PartitionSummary) error {
 	next, err := c.start(ctx)
+	if errors.Is(err, source.ErrNotOwner) {
+		ps.Stopped = stopMoved // the next owner takes it from the state
+		return nil
+	}
 	if err != nil {
 		return err
 	}

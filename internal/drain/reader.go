@@ -21,8 +21,8 @@ type sealed struct {
 	// acc holds the records (or, spilled, only their count); nil for a gap.
 	acc *batch.Accumulator
 	gap bool
-	// cause says why a gap's offsets are missing (a Cause constant; ""
-	// until known: upload finds it out).
+	// cause says why a gap's offsets are missing (a Cause constant): it
+	// decides the marker's key.
 	cause string
 	// done gives the accumulator back once the object is uploaded.
 	done func()
@@ -162,6 +162,10 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 			return nil
 		}
 		if next, err = rd.add(ctx, msgs, next, acc, done, out); err != nil {
+			if errors.Is(err, source.ErrNotOwner) {
+				rd.res.stoppedBecause = stopMoved
+				return errStop
+			}
 			return err
 		}
 	}
@@ -181,9 +185,12 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 			if err := rd.seal(ctx, acc, done, out, true); err != nil {
 				return next, err
 			}
-			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, done: func() {}}
-			if i > 0 && msgs[i-1].Offset == next-1 {
-				gap.cause = CauseIggyHole // retention cannot delete between two messages
+			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, cause: CauseIggyHole, done: func() {}}
+			if i == 0 || msgs[i-1].Offset != next-1 { // retention cannot delete between two messages of a reply
+				var err error
+				if gap.cause, err = rd.p.gapCause(ctx, gap.last); err != nil {
+					return next, err
+				}
 			}
 			if err := rd.send(ctx, out, gap); err != nil {
 				return next, err

@@ -31,6 +31,9 @@ var gapReasons = map[string]string{
 // gapCause tells why offsets up to last are missing: the partition's
 // first message left is after them (retention deletes the oldest first),
 // or it is before them and they were never written (a hole the server left).
+// It asks the server, so it is called while the partition is this run's,
+// when the gap is found; the marker's key then carries the answer (a hole
+// marker or a gap marker), and a recovery reads it from there.
 func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
 	first, _, err := p.conn.Poll(ctx, p.topic, p.info.ID, 0, 1, nil)
 	if err != nil {
@@ -53,11 +56,11 @@ func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
 func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	defer s.done()
 	key := c.st.Intent.ObjectKey
-	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap, Cause: s.cause}
-	if s.gap && w.Cause == "" {
-		var err error
-		if w.Cause, err = c.p.gapCause(ctx, s.last); err != nil {
-			return w, err
+	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
+	if s.gap {
+		w.Cause = CauseRetention
+		if isHoleKey(key) {
+			w.Cause = CauseIggyHole
 		}
 	}
 	switch {
@@ -241,4 +244,7 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 	return 0, false, err
 }
 
-func isGapKey(key string) bool { return strings.HasSuffix(key, "."+keys.GapExt) }
+// isGapKey reports a gap (or hole) marker's key.
+func isGapKey(key string) bool { return strings.HasSuffix(key, "."+keys.GapExt) || isHoleKey(key) }
+
+func isHoleKey(key string) bool { return strings.HasSuffix(key, "."+keys.HoleExt) }

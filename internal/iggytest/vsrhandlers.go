@@ -452,7 +452,9 @@ func (c *vsrConn) poll(h *vsr.RequestHeader, s *session, body, out []byte) ([]by
 	putU32(out[prefix+12:], uint32(len(msgs)))
 	last := msgs[len(msgs)-1].offset
 	if g != nil {
-		g.lastPolled[pid] = last
+		if prev, ok := g.lastPolled[pid]; !ok || last > prev {
+			g.lastPolled[pid] = last // the highest offset served, as 0.9 records it
+		}
 	}
 	if q.AutoCommit {
 		rec := b.offsetRecord(c.protocol(), s, q.Stream, q.Topic, q.Consumer.Kind == vsr.ConsumerGroup, q.Consumer.ID, pid)

@@ -214,7 +214,7 @@ func TestListPrefix(t *testing.T) {
 			// Every object of that partition must be listed under the prefix.
 			for _, ts := range []uint64{0, upstreamTS, uint64(time.Date(2031, 12, 31, 23, 59, 0, 0, time.UTC).UnixMicro())} {
 				pn := NewNamer(tt.prefix, tpl, "jsonl").Partition("my stream", "t", tt.partition)
-				for _, key := range []string{pn.Object(5, 9, ts), pn.Gap(5, 9, ts)} {
+				for _, key := range []string{pn.Object(5, 9, ts), pn.Gap(5, 9, ts), pn.Hole(5, 9, ts)} {
 					if !strings.HasPrefix(key, got) {
 						t.Errorf("key %q is not under list prefix %q", key, got)
 					}
@@ -314,5 +314,29 @@ func TestVoidMarker(t *testing.T) {
 		if m, ok := VoidMarker(bad); ok {
 			t.Errorf("VoidMarker(%q) = %q, want none", bad, m)
 		}
+	}
+}
+
+// TestMarkerNames: gap and hole markers parse back as gap markers of their
+// range, a hole marker as a hole, and neither as a data object.
+func TestMarkerNames(t *testing.T) {
+	pn := NewNamer("iggy", mustParse(t, "{stream}/{topic}"), "jsonl").Partition("s", "t", 3).Generation(2)
+	for _, tc := range []struct {
+		key  string
+		hole bool
+	}{
+		{pn.Gap(10, 14, upstreamTS), false},
+		{pn.Hole(10, 14, upstreamTS), true},
+	} {
+		n, ok := ParseName(tc.key)
+		if !ok || !n.Gap || n.Hole != tc.hole || n.First != 10 || n.Last != 14 || n.Partition != 3 || n.Generation != 2 {
+			t.Errorf("ParseName(%q) = %+v, %v", tc.key, n, ok)
+		}
+		if _, ok := ParseName(strings.Replace(tc.key, "/_", "/", 1)); ok {
+			t.Errorf("%q without its leading _ parses", tc.key)
+		}
+	}
+	if got := pn.Hole(10, 14, upstreamTS); got != "iggy/s/t/_00003-00000000000000000010-00000000000000000014-g2.hole" {
+		t.Errorf("hole marker %q", got)
 	}
 }

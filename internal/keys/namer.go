@@ -11,6 +11,11 @@ import (
 // when they read a table location) and this extension.
 const GapExt = "gap"
 
+// HoleExt is the extension of hole markers: gap markers of offsets Iggy
+// never had (its offsets skip them, as a 0.10 server's can after a
+// recovery), so no message is missing there. Named like a gap marker.
+const HoleExt = "hole"
+
 // VoidExt is the extension of void markers. When a run cannot re-render an
 // unfinished object (its messages are gone, or the format changed), it
 // fences the object's key with an empty object of its format, so that a
@@ -122,6 +127,13 @@ func (p PartitionNamer) Gap(first, last, tsMicros uint64) string {
 	return string(p.appendName(nil, true, first, last, tsMicros, GapExt))
 }
 
+// Hole is the key of the marker reporting offsets first..last as never
+// written by Iggy (a hole in its offsets); tsMicros is the server time of
+// the first message after it.
+func (p PartitionNamer) Hole(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, true, first, last, tsMicros, HoleExt))
+}
+
 // Errors is the key of the error object of the data object holding
 // offsets first..last (Object's key with the error prefix and ErrorsExt);
 // "" when the Namer names no error objects.
@@ -194,8 +206,9 @@ type Name struct {
 	First, Last uint64
 	// Generation is the partition's incarnation count (0 for names without "-g").
 	Generation uint32
-	// Gap is set for a gap marker, Void for a void marker.
-	Gap, Void bool
+	// Gap is set for a gap marker (Hole too for a hole marker, which is a
+	// gap marker of offsets Iggy never had), Void for a void marker.
+	Gap, Hole, Void bool
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
 	// a void marker, the extension of the object it voids.
 	Ext string
@@ -210,17 +223,17 @@ func ParseName(key string) (Name, bool) {
 	marker := strings.HasPrefix(name, "_")
 	if marker && strings.HasSuffix(name, "."+VoidExt) {
 		n, ok := parseName(name[1 : len(name)-len(VoidExt)-1])
-		if !ok || n.Ext == GapExt {
+		if !ok || n.Ext == GapExt || n.Ext == HoleExt {
 			return Name{}, false
 		}
 		n.Void = true
 		return n, true
 	}
 	n, ok := parseName(strings.TrimPrefix(name, "_"))
-	if !ok || marker != (n.Ext == GapExt) || n.Ext == ErrorsExt {
+	if !ok || marker != (n.Ext == GapExt || n.Ext == HoleExt) || n.Ext == ErrorsExt {
 		return Name{}, false
 	}
-	n.Gap = marker
+	n.Gap, n.Hole = marker, n.Ext == HoleExt
 	return n, true
 }
 

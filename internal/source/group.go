@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,6 +26,6 @@ func (c *Conn) GroupMembers(ctx context.Context, t *Topic) ([]Member, error) {
 	if !found {
 		return nil, nil
 	}
-	slices.SortFunc(out, func(a, b Member) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }

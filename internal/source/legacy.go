@@ -345,6 +345,16 @@ func (l *legacy) members(ctx context.Context, t *Topic) ([]Member, bool, error) 
 	return out, err == nil, err
 }
 
+// owns polls the newest message: a partition another member owns answers
+// nothing, an owned one that message.
+func (l *legacy) owns(ctx context.Context, t *Topic, p uint32, newest uint64) (bool, error) {
+	msgs, owned, err := l.poll(ctx, t, p, newest, 1, nil)
+	if errors.Is(err, ErrNotOwner) {
+		return false, nil
+	}
+	return owned && len(msgs) > 0, err
+}
+
 func groupConsumer(t *Topic) iggcon.Consumer { return iggcon.NewGroupConsumer(sdkID(t.Group)) }
 
 // poll copies messages out of the SDK's reply buffer into one fresh arena.

@@ -23,6 +23,29 @@ func (c *Conn) Poll(ctx context.Context, t *Topic, p uint32, offset uint64, coun
 	return msgs, owned, nil
 }
 
+// Owns reports whether partition p is this member's now. On 0.9 and 0.10
+// it is what Sync says (a poll would mark the partition as read up to
+// there, which holds up its hand-over to a member that joins); on 0.8 a
+// one-message poll of the newest message tells, since a poll of a
+// partition another member owns answers nothing. An empty partition is
+// nobody's to drain: false.
+func (c *Conn) Owns(ctx context.Context, t *Topic, p uint32) (bool, error) {
+	for _, pi := range t.Partitions {
+		if pi.ID != p {
+			continue
+		}
+		if pi.MessagesCount == 0 {
+			return false, nil
+		}
+		owned, err := c.b.owns(ctx, t, p, pi.CurrentOffset)
+		if err != nil {
+			return false, fmt.Errorf("iggy: does this member own %s/%s partition %d: %w", t.Stream, t.Topic, p, err)
+		}
+		return owned, nil
+	}
+	return false, fmt.Errorf("iggy: %s/%s has no partition %d", t.Stream, t.Topic, p)
+}
+
 // StoredOffset returns the group's stored offset for partition p; ok is
 // false when nothing is stored.
 func (c *Conn) StoredOffset(ctx context.Context, t *Topic, p uint32) (offset uint64, ok bool, err error) {

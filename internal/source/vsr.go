@@ -166,20 +166,27 @@ func (b *vsrBackend) sync(ctx context.Context, t *Topic) (*assignment, error) {
 	return as, nil
 }
 
-// owns reports whether p is this member's partition. A partition the
-// last assignment does not list is asked about again, since a rebalance
-// can hand it to this member at any time, unless that assignment was
-// received after this call began: then it is as fresh as the call, which
-// lets the probes of a run's start share one Sync.
-func (b *vsrBackend) owns(ctx context.Context, t *Topic, p uint32) (bool, error) {
+// owns reports whether p is this member's partition now (newest is
+// 0.8's): what a Sync received after this call began says. Concurrent
+// calls share one Sync, so the probes of a run's start cost one.
+func (b *vsrBackend) owns(ctx context.Context, t *Topic, p uint32, _ uint64) (bool, error) {
+	return b.assigned(ctx, t, p, true)
+}
+
+// assigned reports whether the assignment lists p. With fresh unset an
+// assignment that lists it will do, however old: a poll needs no more,
+// since the server fences a poll of a partition that moved (the re-sync
+// sentinel). A partition the assignment does not list is always asked
+// about again, since a rebalance can hand it to this member at any time.
+func (b *vsrBackend) assigned(ctx context.Context, t *Topic, p uint32, fresh bool) (bool, error) {
 	began := time.Now()
 	b.mu.Lock()
 	a := b.groups[gkey(t)]
 	b.mu.Unlock()
-	if a != nil && slices.Contains(a.partitions, p) {
+	if !fresh && a != nil && slices.Contains(a.partitions, p) {
 		return true, nil
 	}
-	b.syncMu.Lock() // concurrent probes wait for one Sync and share it
+	b.syncMu.Lock() // concurrent callers wait for one Sync and share it
 	defer b.syncMu.Unlock()
 	b.mu.Lock()
 	a = b.groups[gkey(t)]
@@ -254,7 +261,7 @@ func (b *vsrBackend) fenced(t *Topic, p uint32, err error) error {
 // poll reads p from offset. The messages alias the reply's own buffer,
 // one per poll, so nothing is copied per message.
 func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error) {
-	owned, err := b.owns(ctx, t, p)
+	owned, err := b.assigned(ctx, t, p, false)
 	if err != nil || !owned {
 		return dst, false, err
 	}

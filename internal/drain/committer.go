@@ -159,8 +159,16 @@ func (c *committer) recreated(ctx context.Context) (bool, error) {
 	case err != nil:
 		return false, err
 	case !owned:
-		// An empty answer for a partition that moved proves nothing.
-		return false, fmt.Errorf("%w: it moved before its incarnation could be checked", source.ErrNotOwner)
+		// An empty answer for a partition that moved proves nothing; 0.8
+		// answers an empty partition 0 that way too, so ask.
+		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
+		if err != nil {
+			return false, err
+		}
+		if !mine {
+			return false, fmt.Errorf("%w: it moved before its incarnation could be checked", source.ErrNotOwner)
+		}
+		return true, nil // the partition ends before it
 	case len(msgs) == 0:
 		return true, nil // the partition ends before it
 	case msgs[0].Offset == off && ts != 0:

@@ -10,11 +10,12 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
 )
 
 // guard sits between the SDK client and the server. SDK v0.8.0 dials with
@@ -207,25 +208,12 @@ func (g *guard) leaderElsewhere(body []byte) (same bool, err error) {
 			continue
 		}
 		addr := net.JoinHostPort(n.IP, strconv.Itoa(int(n.Endpoints.Tcp)))
-		if sameEndpoint(addr, g.address) || sameEndpoint(addr, g.upstream.RemoteAddr().String()) {
+		if vsrconn.SameEndpoint(addr, g.address) || vsrconn.SameEndpoint(addr, g.upstream.RemoteAddr().String()) {
 			return true, nil
 		}
 		return false, &RedirectError{Server: g.address, Cluster: meta.Name, Nodes: len(meta.Nodes), Leader: n.Name, LeaderAddress: addr}
 	}
 	return false, nil // no healthy leader: the SDK stays
-}
-
-// sameEndpoint compares host:port addresses, IPs by value.
-func sameEndpoint(a, b string) bool {
-	ha, pa, err1 := net.SplitHostPort(a)
-	hb, pb, err2 := net.SplitHostPort(b)
-	if err1 != nil || err2 != nil || pa != pb {
-		return false
-	}
-	if ia, ib := net.ParseIP(ha), net.ParseIP(hb); ia != nil && ib != nil {
-		return ia.Equal(ib)
-	}
-	return strings.EqualFold(ha, hb)
 }
 
 // refuse records why the guard ended the conversation.

@@ -324,7 +324,7 @@ func (c *Client) route(ctx context.Context, key routeKey) (*link, error) {
 	}
 	addr := net.JoinHostPort(node.IP, strconv.Itoa(int(node.TCP)))
 	c.mu.Lock()
-	home := sameEndpoint(addr, c.cfg.Address) || sameEndpoint(addr, c.primary.nc.RemoteAddr().String())
+	home := SameEndpoint(addr, c.cfg.Address) || SameEndpoint(addr, c.primary.nc.RemoteAddr().String())
 	l := c.nodes[node.ReplicaID]
 	c.mu.Unlock()
 	switch {
@@ -403,8 +403,9 @@ func describeNodes(nodes []vsr.Node) string {
 	return strings.Join(parts, ", ")
 }
 
-// sameEndpoint compares host:port addresses, IPs by value.
-func sameEndpoint(a, b string) bool {
+// SameEndpoint compares host:port addresses, IPs by value (a server's own
+// address in its cluster metadata, against the one dialed).
+func SameEndpoint(a, b string) bool {
 	ha, pa, err1 := net.SplitHostPort(a)
 	hb, pb, err2 := net.SplitHostPort(b)
 	if err1 != nil || err2 != nil || pa != pb {

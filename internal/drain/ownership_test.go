@@ -117,6 +117,7 @@ func TestKeepaliveThroughALongObject(t *testing.T) {
 		t.Skip("heartbeat eviction is 0.9/0.10's")
 	}
 	eachBackendWith(t, []iggytest.Option{iggytest.WithHeartbeat(300 * time.Millisecond)}, func(t *testing.T, w *world) {
+		w.hooks(t) // the broker's short heartbeat
 		for _, tc := range []struct {
 			name, keepalive string
 			evicted         bool

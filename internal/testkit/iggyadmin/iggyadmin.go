@@ -267,13 +267,9 @@ func (r *Remote) Append(stream, topic string, partition uint32, payload, headers
 	}
 	c, cancel := ctx()
 	defer cancel()
-	var pctx *vsr.PartitionContext
-	if r.vsr.Dialect() >= vsr.V012 {
-		t, _, err := r.vsr.GetTopic(c, vsr.NamedID(stream), vsr.NamedID(topic))
-		if err != nil || int(partition) >= len(t.Partitions) {
-			return 0, fmt.Errorf("partition %d of %s/%s: %v", partition, stream, topic, err)
-		}
-		pctx = &t.Partitions[partition].Context
+	pctx, err := r.partitionContext(c, stream, topic, partition)
+	if err != nil {
+		return 0, err
 	}
 	base, ok, err := r.vsr.Send(c, vsr.NamedID(stream), vsr.NamedID(topic), partition, []vsrconn.Outgoing{{Payload: payload, Headers: headers}}, pctx)
 	if err == nil && !ok {
@@ -313,18 +309,26 @@ func (r *Remote) GroupOffset(stream, topic, group string, partition uint32) (uin
 	}
 	c, cancel := ctx()
 	defer cancel()
-	var pctx *vsr.PartitionContext
-	if r.vsr.Dialect() >= vsr.V012 {
-		if t, _, err := r.vsr.GetTopic(c, vsr.NamedID(stream), vsr.NamedID(topic)); err == nil && int(partition) < len(t.Partitions) {
-			pctx = &t.Partitions[partition].Context
-		}
-	}
+	pctx, _ := r.partitionContext(c, stream, topic, partition) // without it, the server's refusal says why
 	so, ok, err := r.vsr.StoredOffset(c, &vsr.Offset{Consumer: vsr.Consumer{Kind: vsr.ConsumerGroup, ID: vsr.NamedID(group)},
 		Stream: vsr.NamedID(stream), Topic: vsr.NamedID(topic), Partition: vsr.PartitionID(partition)}, pctx)
 	if err != nil || !ok {
 		return 0, false
 	}
 	return so.Stored, true
+}
+
+// partitionContext is the context 0.10 partition requests carry (nil
+// before 0.10).
+func (r *Remote) partitionContext(c context.Context, stream, topic string, partition uint32) (*vsr.PartitionContext, error) {
+	if r.vsr.Dialect() < vsr.V012 {
+		return nil, nil
+	}
+	t, _, err := r.vsr.GetTopic(c, vsr.NamedID(stream), vsr.NamedID(topic))
+	if err != nil || int(partition) >= len(t.Partitions) {
+		return nil, fmt.Errorf("partition %d of %s/%s: %v", partition, stream, topic, err)
+	}
+	return &t.Partitions[partition].Context, nil
 }
 
 func sdkID(s string) iggcon.Identifier {
@@ -382,12 +386,7 @@ func (r *Remote) poll(stream, topic string, partition uint32, offset uint64) ([]
 	}
 	c, cancel := ctx()
 	defer cancel()
-	var pctx *vsr.PartitionContext
-	if r.vsr.Dialect() >= vsr.V012 {
-		if t, _, err := r.vsr.GetTopic(c, vsr.NamedID(stream), vsr.NamedID(topic)); err == nil && int(partition) < len(t.Partitions) {
-			pctx = &t.Partitions[partition].Context
-		}
-	}
+	pctx, _ := r.partitionContext(c, stream, topic, partition) // without it, the server's refusal says why
 	rep, err := r.vsr.Poll(c, &vsr.Poll{Consumer: vsr.Consumer{Kind: vsr.ConsumerSingle, ID: vsr.NumericID(readerID)}, Stream: vsr.NamedID(stream), Topic: vsr.NamedID(topic),
 		Partition: vsr.PartitionID(partition), Strategy: vsr.AtOffset(offset), Count: 1000}, pctx)
 	if err != nil {

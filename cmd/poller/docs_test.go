@@ -218,12 +218,18 @@ func badConfigOutput(t *testing.T) string {
 	return ""
 }
 
-func checkIggyOutput(t *testing.T) string {
+// broker09 starts a broker speaking 0.9's protocol for the test.
+func broker09(t *testing.T) *iggytest.Broker {
 	b, err := iggytest.Start(iggytest.WithProtocol(iggytest.Protocol09))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func checkIggyOutput(t *testing.T) string {
+	b := broker09(t)
 	if err := b.Seed("app", "logs", 1, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +250,8 @@ func checkIggyOutput(t *testing.T) string {
 }
 
 func protocolMismatchOutput(t *testing.T) string {
-	b, err := iggytest.Start(iggytest.WithProtocol(iggytest.Protocol09))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	_, err = source.Open(context.Background(), source.Config{Address: b.Addr(), Username: "iggy", Password: "iggy", Protocol: source.Protocol010})
+	b := broker09(t)
+	_, err := source.Open(context.Background(), source.Config{Address: b.Addr(), Username: "iggy", Password: "iggy", Protocol: source.Protocol010})
 	if err == nil {
 		t.Fatal("a pinned 0.10 logged in to a 0.9 broker")
 	}

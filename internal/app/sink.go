@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			Bucket: cfg.Plugin.Bucket, MaxAttempts: cfg.Plugin.MaxAttempts, RetryDelay: cfg.Plugin.RetryDelay,
 			MultipartThreshold: cfg.Plugin.MultipartThreshold, PartSize: cfg.Plugin.PartSize,
 			ServerSideEncryption: cfg.Plugin.ServerSideEncryption, SSEKMSKeyID: cfg.Plugin.SSEKMSKeyID,
-			Logger: log,
+			Checksum: cfg.Plugin.Checksum, Logger: log,
 		})
 	}
 	if s.State == nil {

@@ -62,6 +62,7 @@ type Plugin struct {
 	InvalidPayload       string // base64 | fail | error_object
 	ServerSideEncryption string // "" | AES256 | aws:kms
 	SSEKMSKeyID          string
+	Checksum             string // crc32c | md5
 	PartitionConcurrency int
 	LeaseDuration        time.Duration
 	DeadlineMargin       time.Duration

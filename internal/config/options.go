@@ -57,6 +57,7 @@ var (
 	invalidPayloads    = []string{"base64", "fail", "error_object"}
 	parquetCodecs      = []string{"zstd", "snappy", "gzip", "none"}
 	serverSideEncrypts = []string{"AES256", "aws:kms"}
+	checksums          = []string{"crc32c", "md5"}
 	iggyProtocols      = []string{"auto", "0.8", "0.9", "0.10"}
 )
 
@@ -274,6 +275,9 @@ func buildOptions() []*option {
 			}
 		}),
 		plugin("sse_kms_key_id", kString, "", "KMS key for server_side_encryption = \"aws:kms\"", func(p *Plugin) any { return &p.SSEKMSKeyID }),
+		with(plugin("checksum", kString, "crc32c", "how the store proves it took each body: crc32c (sent with every PUT and part, verified by the store; a store that ignores it is detected and proved by MD5 ETags) or md5 (no checksum header: ETags only, for stores that refuse x-amz-checksum-*)", func(p *Plugin) any { return &p.Checksum }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).Checksum }, checksums...)
+		}),
 		with(plugin("partition_concurrency", kInt, "4", "partitions drained at once (1..64)", func(p *Plugin) any { return &p.PartitionConcurrency }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return int64(c.Plugin.PartitionConcurrency) }, 1, 64, "between 1 and 64")
 		}),

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -39,6 +41,12 @@ type ClientOptions struct {
 	// HTTPClient replaces the SDK's client (its timeouts are then the
 	// caller's business).
 	HTTPClient *http.Client
+	// SignPayload: SigV4 signs the SHA-256 of every body (true) or sends
+	// UNSIGNED-PAYLOAD (false). nil means signed over plain HTTP and
+	// unsigned over HTTPS, where TLS protects the body on the way and the
+	// uploader's CRC32C proves what the store took — the SDKs' own default
+	// for S3 — sparing a SHA-256 pass over every byte.
+	SignPayload *bool
 }
 
 // NewClient builds an S3 client for the Uploader: SDK retries off (the
@@ -94,12 +102,28 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 	if o.PathStyle != nil {
 		pathStyle = *o.PathStyle
 	}
+	sign := !overTLS(o.Endpoint)
+	if o.SignPayload != nil {
+		sign = *o.SignPayload
+	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		so.UsePathStyle = pathStyle
+		if !sign {
+			so.APIOptions = append(so.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+		}
 	}), nil
+}
+
+// overTLS reports whether requests go over HTTPS: to endpoint, or to the
+// one the environment names, or to AWS's own (always HTTPS).
+func overTLS(endpoint string) bool {
+	if endpoint == "" {
+		endpoint = envEndpoint()
+	}
+	return endpoint == "" || strings.HasPrefix(strings.ToLower(endpoint), "https://")
 }
 
 func envEndpoint() string {

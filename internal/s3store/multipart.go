@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,9 +23,15 @@ type multipart struct {
 	key      string
 	uploadID string
 	parts    []types.CompletedPart
-	sums     []partSum // size and MD5 of each part sent, for comparisons
-	bytes    int64
-	count    counter
+	sums     []partSum // size and checksums of each part sent, for comparisons
+	// whole is the CRC32C of the bytes sent so far, the object's checksum
+	// (FULL_OBJECT) once complete.
+	whole uint32
+	// withCRC: the upload was created with CRC32C (FULL_OBJECT) checksums,
+	// so each part and the completion carry theirs.
+	withCRC bool
+	bytes   int64
+	count   counter
 	// orphans is set when a CreateMultipartUpload attempt failed without a
 	// clear refusal: the store may have created an upload whose id never
 	// reached us.
@@ -35,7 +42,11 @@ type multipart struct {
 func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, error) {
 	m := &multipart{u: u, key: obj.Key}
 	err := u.do(ctx, &m.count, "CreateMultipartUpload", obj.Key, func(ctx context.Context) error {
+		m.withCRC = u.useCRC()
 		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(obj.Key)}
+		if m.withCRC {
+			in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32c, types.ChecksumTypeFullObject
+		}
 		setHeaders(&in.ContentType, &in.ContentEncoding, obj)
 		in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
 		out, err := u.client.CreateMultipartUpload(ctx, in)
@@ -69,25 +80,38 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 		return fmt.Errorf("upload: %s: object needs more than %d parts of %d bytes; raise the part size",
 			m.key, maxParts, m.u.opts.PartSize)
 	}
-	var etag *string
-	sum := startMD5(data)
-	defer sum.wait() // data is not read after the part is done
+	var etag, crc *string
+	sum := sumOf(data)
 	err := m.u.do(ctx, &m.count, "UploadPart", m.key, func(ctx context.Context) error {
-		body := newFencedBody(data)
-		defer body.fence()
-		out, err := m.u.client.UploadPart(ctx, &s3.UploadPartInput{
-			Bucket:        aws.String(m.u.opts.Bucket),
-			Key:           aws.String(m.key),
-			UploadId:      aws.String(m.uploadID),
-			PartNumber:    aws.Int32(number),
-			Body:          body,
-			ContentLength: aws.Int64(int64(len(data))),
-		})
-		if err != nil {
-			return err
+		for {
+			// A store that ignored the upload's algorithm may still refuse
+			// the header; then the parts go without it.
+			withCRC := m.withCRC && m.u.useCRC()
+			body := newFencedBody(data)
+			in := &s3.UploadPartInput{
+				Bucket:        aws.String(m.u.opts.Bucket),
+				Key:           aws.String(m.key),
+				UploadId:      aws.String(m.uploadID),
+				PartNumber:    aws.Int32(number),
+				Body:          body,
+				ContentLength: aws.Int64(int64(len(data))),
+			}
+			if withCRC {
+				in.ChecksumCRC32C = aws.String(encodeCRC(sum.crc))
+			}
+			out, err := m.u.client.UploadPart(ctx, in)
+			body.fence()
+			if err != nil {
+				if withCRC && refusesChecksum(err) {
+					m.u.fallBackToMD5(ctx, "UploadPart", m.key, err.Error())
+					continue
+				}
+				return err
+			}
+			etag, crc = out.ETag, out.ChecksumCRC32C
+			return m.u.checkBody(ctx, "UploadPart", m.key,
+				reply{etag: out.ETag, crc32c: out.ChecksumCRC32C, sse: out.ServerSideEncryption, meta: out.ResultMetadata}, withCRC, &sum, data)
 		}
-		etag = out.ETag
-		return m.u.checkETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, sum.wait(), len(data))
 	})
 	if err != nil {
 		var e *Error
@@ -96,8 +120,9 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 		}
 		return err
 	}
-	m.parts = append(m.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(number)})
-	m.sums = append(m.sums, partSum{size: int64(len(data)), md5: sum.wait()})
+	m.parts = append(m.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(number), ChecksumCRC32C: crc})
+	m.sums = append(m.sums, sum)
+	m.whole = crc32.Update(m.whole, castagnoli, data)
 	m.bytes += int64(len(data))
 	return nil
 }
@@ -111,20 +136,31 @@ func (m *multipart) complete(ctx context.Context) (Result, error) {
 	tries := 0
 	err := m.u.do(ctx, &m.count, "CompleteMultipartUpload", m.key, func(ctx context.Context) error {
 		tries++
-		out, err := m.u.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		in := &s3.CompleteMultipartUploadInput{
 			Bucket:          aws.String(m.u.opts.Bucket),
 			Key:             aws.String(m.key),
 			UploadId:        aws.String(m.uploadID),
 			MultipartUpload: &types.CompletedMultipartUpload{Parts: m.parts},
 			IfNoneMatch:     aws.String("*"),
-		})
+		}
+		if m.withCRC {
+			in.ChecksumCRC32C, in.ChecksumType = aws.String(encodeCRC(m.whole)), types.ChecksumTypeFullObject
+		}
+		out, err := m.u.client.CompleteMultipartUpload(ctx, in)
 		if err != nil {
 			if tries > 1 && isCode(err, "NoSuchUpload") {
 				return fmt.Errorf("%w (%w)", errGone, err)
 			}
 			return existsErr(err)
 		}
-		return m.u.checkCompleteETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, m.sums)
+		r := reply{etag: out.ETag, crc32c: out.ChecksumCRC32C, sse: out.ServerSideEncryption, meta: out.ResultMetadata}
+		if got := aws.ToString(r.crc32c); m.withCRC && got != "" {
+			if want := encodeCRC(m.whole); got != want {
+				return &badReplyError{status: replyStatus(r.meta),
+					problem: fmt.Sprintf("CRC32C %s is not the checksum of the %d bytes sent in %d parts (%s)", quote(got), m.bytes, len(m.parts), want)}
+			}
+		}
+		return m.u.checkCompleteETag(r, m.sums)
 	})
 	switch {
 	case err == nil:
@@ -133,10 +169,10 @@ func (m *multipart) complete(ctx context.Context) (Result, error) {
 		cctx, cancel := m.u.cleanupContext(ctx)
 		m.abortQuietly(cctx, m.uploadID)
 		cancel()
-		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, err)
+		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, m.whole, err)
 		m.existed = err == nil
 	case errors.Is(err, errGone):
-		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, err)
+		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, m.whole, err)
 		m.existed = err == nil
 	default:
 		return m.fail(ctx, err)

@@ -42,8 +42,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether err is transient: a network failure (reset, EOF,
-// timeout), HTTP 5xx, 408, 429, a 409 ConditionalRequestConflict, or a 2xx
-// reply that does not prove the upload (no ETag, or not the bytes' MD5). Client errors (400, 403, 404, ...) and the
+// timeout), HTTP 5xx, 408, 429, a 409 ConditionalRequestConflict, a body
+// refused for not matching its checksum (BadDigest and kin), or a 2xx reply
+// that does not prove the upload (no ETag, not the checksum or MD5 sent). Client errors (400, 403, 404, ...) and the
 // caller's own cancellation are final.
 func Retryable(err error) bool {
 	if err == nil {
@@ -61,6 +62,11 @@ func Retryable(err error) bool {
 	// 409 ConditionalRequestConflict: another conditional write of the key
 	// was in flight; the retry meets its outcome (412 and a comparison).
 	if isCode(err, "ConditionalRequestConflict") {
+		return true
+	}
+	// The store refused a body that did not match its checksum: bytes
+	// changed on the way; the same bytes sent again may arrive whole.
+	if checksumMismatch(err) {
 		return true
 	}
 	if status := httpStatus(err); status != 0 {

@@ -52,6 +52,11 @@ type Options struct {
 	// ServerSideEncryption is "", "AES256" or "aws:kms" (SSEKMSKeyID optional).
 	ServerSideEncryption string
 	SSEKMSKeyID          string
+	// Checksum proves each body the store took: ChecksumCRC32C (the
+	// default) or ChecksumMD5. With CRC32C, the first reply that carries no
+	// CRC32C (a store that ignores the header) is checked by its MD5 ETag
+	// instead, and so is every upload after it.
+	Checksum string
 	// CleanupTimeout bounds aborting a failed multipart upload and orphaned
 	// ones. Clean-up runs even when the caller's context has ended, but never
 	// past min(now, the caller's deadline) + CleanupTimeout.
@@ -105,6 +110,9 @@ type Uploader struct {
 	liveBuffers atomic.Int64
 	// parts recycles full-size part buffers between Stream calls.
 	parts sync.Pool
+	// md5Only: requests carry no checksum header, replies are proved by
+	// MD5 ETags (Options.Checksum, or the store ignored a CRC32C).
+	md5Only atomic.Bool
 }
 
 // New returns an Uploader. Invalid options are reported by every call
@@ -134,7 +142,12 @@ func New(client S3API, o Options) *Uploader {
 	if o.CleanupTimeout == 0 {
 		o.CleanupTimeout = DefaultCleanupTimeout
 	}
-	return &Uploader{client: client, opts: o, bad: o.Validate()}
+	if o.Checksum == "" {
+		o.Checksum = ChecksumCRC32C
+	}
+	u := &Uploader{client: client, opts: o, bad: o.Validate()}
+	u.md5Only.Store(o.Checksum == ChecksumMD5)
+	return u
 }
 
 // Validate reports the first invalid field, naming it and its value.
@@ -154,6 +167,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("upload: multipart threshold %d: must not be negative", o.MultipartThreshold)
 	case o.CleanupTimeout < 0:
 		return fmt.Errorf("upload: cleanup timeout %s: must not be negative", o.CleanupTimeout)
+	case o.Checksum != "" && o.Checksum != ChecksumCRC32C && o.Checksum != ChecksumMD5:
+		return fmt.Errorf("upload: checksum %q: accepted are %q, %q", o.Checksum, ChecksumCRC32C, ChecksumMD5)
 	}
 	switch o.ServerSideEncryption {
 	case "", string(types.ServerSideEncryptionAes256), string(types.ServerSideEncryptionAwsKms):
@@ -195,12 +210,11 @@ func (u *Uploader) Put(ctx context.Context, obj Object, body []byte) (Result, er
 // exists, compares the object with body.
 func (u *Uploader) putSingle(ctx context.Context, obj Object, body []byte) (Result, error) {
 	var c counter
-	sum := startMD5(body)
-	defer sum.wait() // body is not read after Put returns
-	err := u.putObject(ctx, &c, obj, body, sum)
+	sum := sumOf(body)
+	err := u.putObject(ctx, &c, obj, body, &sum)
 	res := Result{Bytes: int64(len(body)), Attempts: c.attempts, Retries: c.retries}
 	if errors.Is(err, errExists) {
-		err = u.sameBytes(ctx, &c, obj.Key, []partSum{{size: int64(len(body)), md5: sum.wait()}}, err)
+		err = u.sameBytes(ctx, &c, obj.Key, []partSum{sum}, sum.crc, err)
 		res.Existed = err == nil
 		res.Attempts, res.Retries = c.attempts, c.retries
 	}
@@ -209,25 +223,37 @@ func (u *Uploader) putSingle(ctx context.Context, obj Object, body []byte) (Resu
 
 // putObject sends body with If-None-Match: * until the store takes it, it
 // fails for good, or the key turns out to exist (an error wrapping
-// errExists). A reply without the ETag of body (its MD5) is a failed attempt.
-func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body []byte, sum *pendingMD5) error {
+// errExists). A reply that does not prove the bytes (checkBody) is a failed
+// attempt.
+func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body []byte, sum *partSum) error {
 	return u.do(ctx, c, "PutObject", obj.Key, func(ctx context.Context) error {
-		rd := newFencedBody(body)
-		defer rd.fence()
-		in := &s3.PutObjectInput{
-			Bucket:        aws.String(u.opts.Bucket),
-			Key:           aws.String(obj.Key),
-			Body:          rd,
-			ContentLength: aws.Int64(int64(len(body))),
-			IfNoneMatch:   aws.String("*"),
+		for {
+			withCRC := u.useCRC()
+			rd := newFencedBody(body)
+			in := &s3.PutObjectInput{
+				Bucket:        aws.String(u.opts.Bucket),
+				Key:           aws.String(obj.Key),
+				Body:          rd,
+				ContentLength: aws.Int64(int64(len(body))),
+				IfNoneMatch:   aws.String("*"),
+			}
+			if withCRC {
+				in.ChecksumCRC32C = aws.String(encodeCRC(sum.crc))
+			}
+			setHeaders(&in.ContentType, &in.ContentEncoding, obj)
+			in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
+			out, err := u.client.PutObject(ctx, in)
+			rd.fence()
+			if err != nil {
+				if withCRC && refusesChecksum(err) {
+					u.fallBackToMD5(ctx, "PutObject", obj.Key, err.Error())
+					continue // at once, without the header: this is no failed attempt
+				}
+				return existsErr(err)
+			}
+			return u.checkBody(ctx, "PutObject", obj.Key,
+				reply{etag: out.ETag, crc32c: out.ChecksumCRC32C, sse: out.ServerSideEncryption, meta: out.ResultMetadata}, withCRC, sum, body)
 		}
-		setHeaders(&in.ContentType, &in.ContentEncoding, obj)
-		in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
-		out, err := u.client.PutObject(ctx, in)
-		if err != nil {
-			return existsErr(err)
-		}
-		return u.checkETag(reply{out.ETag, out.ServerSideEncryption, out.ResultMetadata}, sum.wait(), len(body))
 	})
 }
 

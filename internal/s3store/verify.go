@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"regexp"
 	"strconv"
@@ -31,7 +32,9 @@ type ConflictError struct {
 	ExistingSize int64 // size of the object in the store
 	SentSize     int64 // size of the body this upload sent
 	// DiffFrom and DiffTo bound the first sent part whose bytes differ
-	// (byte offsets, DiffTo exclusive); both 0 when the sizes differ.
+	// (byte offsets, DiffTo exclusive), or the whole object when the
+	// store's own checksum of it already differs; both 0 when the sizes
+	// differ.
 	DiffFrom, DiffTo int64
 }
 
@@ -72,45 +75,6 @@ func (e *badReplyError) Error() string {
 	return "the store's reply is not proof of an upload: " + e.problem
 }
 
-// partSum is the size and MD5 of one request body the uploader sent: the
-// whole object for a PutObject, one part for a multipart upload.
-type partSum struct {
-	size int64
-	md5  [md5.Size]byte
-}
-
-// pendingMD5 is the MD5 of a request body, computed on a goroutine of its
-// own while the request sends the body: on the upload path it costs CPU on
-// another core rather than time (BenchmarkPutObject vs BenchmarkPutObjectSDK).
-type pendingMD5 struct {
-	done chan struct{}
-	sum  [md5.Size]byte
-}
-
-// inlineMD5 is the body size below which a goroutine costs more than it
-// saves.
-const inlineMD5 = 64 << 10
-
-func startMD5(data []byte) *pendingMD5 {
-	p := &pendingMD5{done: make(chan struct{})}
-	if len(data) < inlineMD5 {
-		p.sum = md5.Sum(data)
-		close(p.done)
-		return p
-	}
-	go func() {
-		p.sum = md5.Sum(data)
-		close(p.done)
-	}()
-	return p
-}
-
-// wait returns the sum; once it has returned, data is no longer read.
-func (p *pendingMD5) wait() [md5.Size]byte {
-	<-p.done
-	return p.sum
-}
-
 func replyStatus(md middleware.Metadata) int {
 	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok {
 		return r.StatusCode
@@ -131,6 +95,8 @@ func quote(s string) string {
 // CompleteMultipartUpload reply.
 type reply struct {
 	etag *string
+	// crc32c is the store's echo of the CRC32C sent with the request, if any.
+	crc32c *string
 	// sse is the encryption the store says it applied: with SSE-KMS (asked
 	// for, or the bucket's default) the ETag is not an MD5 of the bytes.
 	sse  types.ServerSideEncryption
@@ -171,6 +137,11 @@ func (u *Uploader) checkCompleteETag(r reply, sums []partSum) error {
 	if u.opaqueETag(r) || !compositeETag.MatchString(got) {
 		return nil
 	}
+	for _, p := range sums {
+		if !p.hasMD5 { // the parts were proved by CRC32C, the object is by the parts
+			return nil
+		}
+	}
 	if want := composite(sums); !strings.EqualFold(got, want) {
 		return &badReplyError{status: replyStatus(r.meta),
 			problem: fmt.Sprintf("ETag %s is not the multipart ETag of the %d parts sent (%s)", quote(got), len(sums), want)}
@@ -200,14 +171,23 @@ func (u *Uploader) Head(ctx context.Context, key string) (size int64, found bool
 		return 0, false, err
 	}
 	var c counter
-	return u.head(ctx, &c, key)
+	h, err := u.head(ctx, &c, key)
+	return h.size, h.found, err
 }
 
-func (u *Uploader) head(ctx context.Context, c *counter, key string) (size int64, found bool, err error) {
+// headInfo is what HeadObject told of an object.
+type headInfo struct {
+	size  int64
+	found bool
+	crc   string // the whole object's CRC32C (header form), "" when the store keeps none
+}
+
+func (u *Uploader) head(ctx context.Context, c *counter, key string) (h headInfo, err error) {
 	err = u.do(ctx, c, "HeadObject", key, func(ctx context.Context) error {
-		out, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
+		h = headInfo{}
+		out, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key),
+			ChecksumMode: types.ChecksumModeEnabled})
 		if httpStatus(err) == 404 {
-			found = false
 			return nil
 		}
 		if err != nil {
@@ -216,31 +196,40 @@ func (u *Uploader) head(ctx context.Context, c *counter, key string) (size int64
 		if out.ContentLength == nil || *out.ContentLength < 0 {
 			return &badReplyError{status: replyStatus(out.ResultMetadata), problem: "HeadObject gave no Content-Length"}
 		}
-		size, found = *out.ContentLength, true
+		h.size, h.found = *out.ContentLength, true
+		h.crc, _ = fullObjectCRC(out.ChecksumCRC32C, out.ChecksumType)
 		return nil
 	})
-	return size, found, err
+	return h, err
 }
 
 // sameBytes decides an upload that met an existing object (cause): success
-// (nil) when the object holds exactly the bytes described by sums — size
-// from HeadObject, then content, streamed from GetObject through MD5 part by
-// part — else a *ConflictError. A failure to read the object is returned as
-// such; nothing is ever overwritten or deleted.
-func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums []partSum, cause error) error {
+// (nil) when the object holds exactly the bytes described by sums, else a
+// *ConflictError; whole is the CRC32C of all of them. The size comes from
+// HeadObject; when the store keeps the object's CRC32C, one that differs
+// from whole is a conflict at
+// once; otherwise the content is streamed from GetObject through CRC32C,
+// part by part, against the parts sent (a difference is thus found to the
+// part; two different bodies pass for the same with odds of 2^-32). A
+// failure to read the object is returned as such; nothing is ever
+// overwritten or deleted.
+func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums []partSum, whole uint32, cause error) error {
 	var sent int64
 	for _, p := range sums {
 		sent += p.size
 	}
-	size, found, err := u.head(ctx, c, key)
+	h, err := u.head(ctx, c, key)
 	if err != nil {
 		return fmt.Errorf("upload: s3://%s/%s exists (%v); comparing it with the bytes sent: %w", u.opts.Bucket, key, cause, err)
 	}
-	if !found {
+	if !h.found {
 		return fmt.Errorf("upload: s3://%s/%s: the store refused to create it because it exists (%v), yet HeadObject finds no such object", u.opts.Bucket, key, cause)
 	}
-	if size != sent {
-		return &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: size, SentSize: sent}
+	if h.size != sent {
+		return &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: h.size, SentSize: sent}
+	}
+	if h.crc != "" && h.crc != encodeCRC(whole) {
+		return &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: h.size, SentSize: sent, DiffFrom: 0, DiffTo: sent}
 	}
 	var conflict *ConflictError
 	err = u.do(ctx, c, "GetObject", key, func(ctx context.Context) error {
@@ -254,15 +243,15 @@ func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums [
 			conflict = &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: n, SentSize: sent}
 			return nil
 		}
-		h := md5.New()
+		d := crc32.New(castagnoli)
 		var off int64
 		for _, p := range sums {
-			h.Reset()
-			if _, err := io.CopyN(h, out.Body, p.size); err != nil {
+			d.Reset()
+			if _, err := io.CopyN(d, out.Body, p.size); err != nil {
 				return fmt.Errorf("reading bytes %d..%d: %w", off, off+p.size, err)
 			}
-			if [md5.Size]byte(h.Sum(nil)) != p.md5 {
-				conflict = &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: size, SentSize: sent,
+			if d.Sum32() != p.crc {
+				conflict = &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: h.size, SentSize: sent,
 					DiffFrom: off, DiffTo: off + p.size}
 				return nil
 			}

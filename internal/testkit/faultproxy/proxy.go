@@ -23,6 +23,10 @@ type Config struct {
 	ErrorRate float64 // reply 500 InternalError or 503 SlowDown without forwarding
 	ResetRate float64 // close the connection with a TCP reset, no reply, no forwarding
 	StallRate float64 // forward, then hold the reply for Stall
+	// CorruptRate: forward the request with one byte of its body flipped
+	// (the middle one; requests without a body pass untouched), as a
+	// broken proxy or NIC would. Drawn after Error, Reset and Stall.
+	CorruptRate float64
 	// Stall should exceed the client's response-header timeout, so the client
 	// gives up although the server did the work.
 	Stall time.Duration
@@ -41,7 +45,8 @@ type Stats struct {
 	Resets    int64 // connections reset
 	Stalls    int64 // replies delayed
 	Forbidden int64 // 403 injected
-	Forwarded int64 // requests passed to the target (stalled ones included)
+	Forwarded int64 // requests passed to the target (stalled and corrupted ones included)
+	Corrupted int64 // requests forwarded with a byte of the body flipped
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -56,7 +61,7 @@ type Proxy struct {
 	cfg Config
 	rng *rand.Rand
 
-	requests, errors, resets, stalls, forbidden, forwarded atomic.Int64
+	requests, errors, resets, stalls, forbidden, forwarded, corrupted atomic.Int64
 }
 
 // Start listens on 127.0.0.1:<free port> and forwards to target (an http URL
@@ -96,13 +101,13 @@ func Start(target string, c Config) (*Proxy, error) {
 }
 
 func (c Config) validate() error {
-	for name, r := range map[string]float64{"ErrorRate": c.ErrorRate, "ResetRate": c.ResetRate, "StallRate": c.StallRate} {
+	for name, r := range map[string]float64{"ErrorRate": c.ErrorRate, "ResetRate": c.ResetRate, "StallRate": c.StallRate, "CorruptRate": c.CorruptRate} {
 		if r < 0 || r > 1 {
 			return fmt.Errorf("faultproxy: %s %v is outside [0, 1]", name, r)
 		}
 	}
-	if c.ErrorRate+c.ResetRate+c.StallRate > 1 {
-		return fmt.Errorf("faultproxy: rates sum to %v, more than 1", c.ErrorRate+c.ResetRate+c.StallRate)
+	if sum := c.ErrorRate + c.ResetRate + c.StallRate + c.CorruptRate; sum > 1 {
+		return fmt.Errorf("faultproxy: rates sum to %v, more than 1", sum)
 	}
 	if c.StallRate > 0 && c.Stall <= 0 {
 		return errors.New("faultproxy: StallRate set without a Stall duration")
@@ -132,6 +137,7 @@ func (p *Proxy) Stats() Stats {
 		Stalls:    p.stalls.Load(),
 		Forbidden: p.forbidden.Load(),
 		Forwarded: p.forwarded.Load(),
+		Corrupted: p.corrupted.Load(),
 	}
 }
 
@@ -156,6 +162,7 @@ const (
 	reset
 	stall
 	forbid
+	corrupt
 )
 
 func (p *Proxy) decide(r *http.Request) (fault, time.Duration, int) {
@@ -180,6 +187,8 @@ func (p *Proxy) decide(r *http.Request) (fault, time.Duration, int) {
 		return reset, 0, 0
 	case x < c.ErrorRate+c.ResetRate+c.StallRate:
 		return stall, c.Stall, 0
+	case x < c.ErrorRate+c.ResetRate+c.StallRate+c.CorruptRate:
+		return corrupt, 0, 0
 	}
 	return none, 0, 0
 }
@@ -222,11 +231,36 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
+	case corrupt:
+		p.forwarded.Add(1)
+		if r.ContentLength > 0 {
+			p.corrupted.Add(1)
+			r.Body = &flipReader{r: r.Body, at: r.ContentLength / 2}
+		}
+		p.proxy.ServeHTTP(w, r)
 	default:
 		p.forwarded.Add(1)
 		p.proxy.ServeHTTP(w, r)
 	}
 }
+
+// flipReader passes a body through with the byte at offset at inverted.
+type flipReader struct {
+	r   io.ReadCloser
+	at  int64
+	off int64
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if i := f.at - f.off; i >= 0 && i < int64(n) {
+		p[i] ^= 0xff
+	}
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *flipReader) Close() error { return f.r.Close() }
 
 // writeS3Error replies like S3 does: after the request body has arrived, so
 // the client sees the status rather than a reset while still sending.

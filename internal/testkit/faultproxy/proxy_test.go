@@ -245,3 +245,27 @@ func TestCloseEndsStalls(t *testing.T) {
 		t.Fatal("stalled request still hanging 5s after Close")
 	}
 }
+
+// A corrupting proxy forwards the body with exactly its middle byte flipped,
+// and leaves bodiless requests alone.
+func TestCorruptFlipsOneByte(t *testing.T) {
+	srv, _ := backend(t)
+	p := startProxy(t, srv.URL, Config{CorruptRate: 1})
+	resp, err := http.Post(p.URL()+"/k", "text/plain", strings.NewReader("abcde"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "POST /k ab\x9cde" { // 0x63 ^ 0xff
+		t.Fatalf("backend saw %q, want the middle byte of \"abcde\" flipped", body)
+	}
+	resp, err = http.Get(p.URL() + "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := p.Stats(); s.Corrupted != 1 || s.Forwarded != 2 {
+		t.Fatalf("stats = %+v, want 1 corrupted of 2 forwarded", s)
+	}
+}

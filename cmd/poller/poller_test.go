@@ -146,7 +146,7 @@ func TestOnceAndAudit(t *testing.T) {
 }
 
 // buildPoller builds the real binary for process-level tests.
-func buildPoller(t *testing.T) string {
+func buildPoller(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "poller")
 	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

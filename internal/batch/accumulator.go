@@ -177,16 +177,61 @@ func (a *Accumulator) presize() {
 	want += 64 << 10 // the record that does not fit is rendered before it is refused
 	if a.pq != nil {
 		if int64(cap(a.pq.arena)) < want {
-			a.pq.arena = make([]byte, 0, want)
+			a.pq.arena = takeBuffer(want)
 		}
 		return
 	}
 	if int64(cap(a.buf)) >= want {
 		return
 	}
-	buf := make([]byte, len(a.buf), want)
+	buf := takeBuffer(want)[:len(a.buf)]
 	copy(buf, a.buf)
 	a.buf = buf
+}
+
+// objectBuffers recycles the object-sized buffers of accumulators that are
+// done with (Release), so that a run does not allocate, zero and collect
+// one per object. A few are kept, whatever the garbage collector does (a
+// sync.Pool empties at every other collection, and 8 MiB buffers bring
+// collections often): a run has at most one accumulator of its own
+// beyond each partition's (the read-ahead slot).
+var objectBuffers = make(chan []byte, 2)
+
+// minPooled is the smallest buffer worth recycling.
+const minPooled = 1 << 20
+
+func takeBuffer(want int64) []byte {
+	select {
+	case b := <-objectBuffers:
+		if int64(cap(b)) >= want {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, want)
+}
+
+func putBuffer(b []byte) {
+	if cap(b) < minPooled {
+		return
+	}
+	select {
+	case objectBuffers <- b[:0]:
+	default:
+	}
+}
+
+// Release gives the accumulator's buffers to other accumulators; what
+// Render or Bytes returned must not be used after it. The accumulator
+// stays usable (as a new one).
+func (a *Accumulator) Release() {
+	putBuffer(a.buf)
+	a.buf = nil
+	if a.pq != nil {
+		putBuffer(a.pq.arena)
+		a.pq.arena = nil
+	}
+	a.Reset()
 }
 
 // Full reports that no further record can fit: the count is reached, the

@@ -18,6 +18,8 @@ type Conn interface {
 	Join(ctx context.Context, t *source.Topic) error
 	Leave(ctx context.Context, t *source.Topic) error
 	Poll(ctx context.Context, t *source.Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error)
+	// PollInto is Poll into memory the caller lends (see source.Conn.PollInto).
+	PollInto(ctx context.Context, t *source.Topic, p uint32, offset uint64, count uint32, dst []batch.Message, buf *[]byte) ([]batch.Message, bool, error)
 	Owns(ctx context.Context, t *source.Topic, p uint32) (bool, error)
 	StoredOffset(ctx context.Context, t *source.Topic, p uint32) (uint64, bool, error)
 	StoreOffset(ctx context.Context, t *source.Topic, p uint32, offset uint64) error

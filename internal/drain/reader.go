@@ -99,7 +99,8 @@ func (rd *reader) take(ctx context.Context) (*batch.Accumulator, func(), error) 
 	}
 	select {
 	case rd.readAhead <- struct{}{}:
-		return rd.newAccumulator(), func() { <-rd.readAhead }, nil
+		a := rd.newAccumulator()
+		return a, func() { a.Release(); <-rd.readAhead }, nil
 	default:
 	}
 	select {
@@ -134,6 +135,7 @@ var errStop = errors.New("reader stopped")
 
 func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) error {
 	var msgs []batch.Message
+	var replies []byte // lent to every poll: add copies what it keeps
 	for {
 		if rd.p.outOfTime(ctx) {
 			rd.res.stoppedBecause = stopDeadline
@@ -141,7 +143,7 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 		}
 		var owned bool
 		var err error
-		msgs, owned, err = rd.p.conn.Poll(ctx, rd.p.topic, rd.p.info.ID, next, rd.p.stream.BatchLength, msgs[:0])
+		msgs, owned, err = rd.p.conn.PollInto(ctx, rd.p.topic, rd.p.info.ID, next, rd.p.stream.BatchLength, msgs[:0], &replies)
 		if errors.Is(err, source.ErrNotOwner) {
 			rd.res.stoppedBecause = stopMoved
 			return errStop

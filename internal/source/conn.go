@@ -82,7 +82,7 @@ type backend interface {
 	// owns says whether partition p, whose newest offset is newest, is
 	// this member's now.
 	owns(ctx context.Context, t *Topic, p uint32, newest uint64) (bool, error)
-	poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error)
+	poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message, buf *[]byte) ([]batch.Message, bool, error)
 	storedOffset(ctx context.Context, t *Topic, p uint32) (uint64, bool, error)
 	storeOffset(ctx context.Context, t *Topic, p uint32, offset uint64) error
 	lost() bool

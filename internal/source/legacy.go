@@ -348,7 +348,7 @@ func (l *legacy) members(ctx context.Context, t *Topic) ([]Member, bool, error) 
 // owns polls the newest message: a partition another member owns answers
 // nothing, an owned one that message.
 func (l *legacy) owns(ctx context.Context, t *Topic, p uint32, newest uint64) (bool, error) {
-	msgs, owned, err := l.poll(ctx, t, p, newest, 1, nil)
+	msgs, owned, err := l.poll(ctx, t, p, newest, 1, nil, nil)
 	if errors.Is(err, ErrNotOwner) {
 		return false, nil
 	}
@@ -362,7 +362,7 @@ func groupConsumer(t *Topic) iggcon.Consumer { return iggcon.NewGroupConsumer(sd
 // (partition 0, offset 0, no messages), exactly like an empty partition 0;
 // owned is false whenever the reply does not name partition p or carries
 // nothing.
-func (l *legacy) poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error) {
+func (l *legacy) poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message, _ *[]byte) ([]batch.Message, bool, error) {
 	var polled *iggcon.PolledMessage
 	part := p
 	err := l.do(ctx, "poll messages", func() error {
@@ -431,7 +431,7 @@ func (l *legacy) storeOffset(ctx context.Context, t *Topic, p uint32, offset uin
 		// SDK v0.8.0 turns NotResolvedConsumer (3022: the partition is not
 		// this member's) into a generic error; a poll of the stored offset,
 		// which exists, tells whether that is what happened.
-		msgs, owned, perr := l.poll(ctx, t, p, offset, 1, nil)
+		msgs, owned, perr := l.poll(ctx, t, p, offset, 1, nil, nil)
 		notOwner = errors.Is(perr, ErrNotOwner) || perr == nil && (!owned || len(msgs) == 0)
 	}
 	if notOwner {

@@ -16,7 +16,17 @@ import (
 // empty partition 0); an error wrapping ErrNotOwner says the server told
 // so, or that the partition moved away (0.9/0.10).
 func (c *Conn) Poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) (msgs []batch.Message, owned bool, err error) {
-	msgs, owned, err = c.b.poll(ctx, t, p, offset, count, dst)
+	return c.PollInto(ctx, t, p, offset, count, dst, nil)
+}
+
+// PollInto is Poll reading the reply into memory the caller lends (*buf,
+// which it grows as needed): the messages' bytes then alias *buf and stay
+// valid only until the next PollInto with the same buf. A reader that is
+// done with each reply's messages before it polls again thus polls without
+// allocating a reply's worth of bytes each time (0.9 and 0.10; the 0.8
+// client allocates its own). buf nil: like Poll.
+func (c *Conn) PollInto(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message, buf *[]byte) (msgs []batch.Message, owned bool, err error) {
+	msgs, owned, err = c.b.poll(ctx, t, p, offset, count, dst, buf)
 	if err != nil {
 		return msgs, false, fmt.Errorf("iggy poll %s/%s partition %d at offset %d: %w", t.Stream, t.Topic, p, offset, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
@@ -205,5 +206,66 @@ func TestKeepaliveKeepsASilentMember(t *testing.T) {
 	_, _, err := silent.Poll(ctx, ts, 0, 0, 5, nil)
 	if !errors.Is(err, ErrEvicted) || !strings.Contains(err.Error(), "stale client") {
 		t.Fatalf("member without keepalive after the silence: %v, want an eviction for missed heartbeats", err)
+	}
+}
+
+// TestPollIntoReusesTheBuffer: on 0.9 and 0.10 consecutive polls read into
+// the buffer the caller lends (no reply-sized allocation each), and each
+// poll's messages are the right ones; 0.8's client allocates its own and
+// leaves the buffer alone.
+func TestPollIntoReusesTheBuffer(t *testing.T) {
+	for _, proto := range []string{"0.8", "0.9", "0.10"} {
+		t.Run(proto, func(t *testing.T) {
+			b := startBroker(t, iggytest.WithProtocol(proto))
+			if err := b.Seed("app", "logs", 1, 40); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			c, err := Open(ctx, Config{Address: b.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			tp, err := c.Topic(ctx, "app", "logs", "g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Join(ctx, tp); err != nil {
+				t.Fatal(err)
+			}
+			var buf []byte
+			var firstBacking *byte
+			for round, offset := range []uint64{0, 10, 20} {
+				msgs, owned, err := c.PollInto(ctx, tp, 0, offset, 10, nil, &buf)
+				if err != nil || !owned || len(msgs) != 10 {
+					t.Fatalf("poll at %d: %d messages, owned %v, %v", offset, len(msgs), owned, err)
+				}
+				for i, m := range msgs {
+					want, _, err := c.Poll(ctx, tp, 0, offset+uint64(i), 1, nil)
+					if err != nil || len(want) != 1 || m.Offset != offset+uint64(i) || string(m.Payload) != string(want[0].Payload) {
+						t.Fatalf("poll at %d, message %d: offset %d %q; a poll of it alone: %v %v", offset, i, m.Offset, m.Payload, want, err)
+					}
+				}
+				if proto == "0.8" {
+					if buf != nil {
+						t.Fatal("the 0.8 client touched the lent buffer")
+					}
+					continue
+				}
+				if len(buf) != 0 || cap(buf) == 0 {
+					t.Fatalf("poll at %d: lent buffer len %d cap %d, want it grown and empty", offset, len(buf), cap(buf))
+				}
+				whole := buf[:cap(buf)]
+				lo, p := uintptr(unsafe.Pointer(&whole[0])), uintptr(unsafe.Pointer(&msgs[0].Payload[0]))
+				if p < lo || p >= lo+uintptr(len(whole)) {
+					t.Fatalf("poll at %d: the messages do not live in the lent buffer", offset)
+				}
+				if round == 0 {
+					firstBacking = &whole[0]
+				} else if &whole[0] != firstBacking {
+					t.Fatalf("poll at %d allocated a new buffer for a reply of the same size", offset)
+				}
+			}
+		})
 	}
 }

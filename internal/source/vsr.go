@@ -260,14 +260,21 @@ func (b *vsrBackend) fenced(t *Topic, p uint32, err error) error {
 
 // poll reads p from offset. The messages alias the reply's own buffer,
 // one per poll, so nothing is copied per message.
-func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error) {
+func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message, buf *[]byte) ([]batch.Message, bool, error) {
 	owned, err := b.assigned(ctx, t, p, false)
 	if err != nil || !owned {
 		return dst, false, err
 	}
 	req := vsr.Poll{Consumer: vsr.Consumer{Kind: vsr.ConsumerGroup, ID: vsr.NamedID(t.Group)}, Stream: vsr.NumericID(t.StreamID), Topic: vsr.NumericID(t.TopicID),
 		Partition: vsr.PartitionID(p), Strategy: vsr.AtOffset(offset), Count: count}
-	rep, err := b.c.Poll(ctx, &req, b.context(t, p))
+	var into []byte
+	if buf != nil {
+		into = *buf
+	}
+	rep, into, err := b.c.PollInto(ctx, &req, b.context(t, p), into)
+	if buf != nil {
+		*buf = into
+	}
 	if err != nil {
 		return dst, false, b.fenced(t, p, err)
 	}

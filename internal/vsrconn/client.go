@@ -169,7 +169,7 @@ func (c *Client) register(ctx context.Context) error {
 	}
 	body := vsr.AppendLogin(nil, c.dialect, l)
 	h := vsr.RequestHeader{Client: c.id, Operation: vsr.OpRegister, RequestChecksum: c.checksum(vsr.OpRegister, body)}
-	rep, err := c.primary.exchange(ctx, time.Time{}, &h, body)
+	rep, err := c.primary.exchange(ctx, time.Time{}, &h, body, nil)
 	if err != nil {
 		return err
 	}
@@ -282,6 +282,11 @@ func (c *Client) Close() error {
 // section stripped for result-framed operations, a *vsr.ServerError for a
 // refusal. pctx is the partition context 0.12 requests carry.
 func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx *vsr.PartitionContext) ([]byte, error) {
+	return c.doInto(ctx, l, code, body, pctx, nil)
+}
+
+// doInto is do reading the reply body into into when it is large enough.
+func (c *Client) doInto(ctx context.Context, l *link, code uint32, body []byte, pctx *vsr.PartitionContext, into []byte) ([]byte, error) {
 	op, ok := vsr.OperationOf(code)
 	if !ok {
 		return nil, fmt.Errorf("iggy: command %d is not one this client sends", code)
@@ -302,7 +307,7 @@ func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx
 	if c.cfg.RequestTimeout > 0 {
 		deadline = time.Now().Add(c.cfg.RequestTimeout)
 	}
-	rep, err := c.exchange(ctx, l, deadline, &h, body)
+	rep, err := c.exchange(ctx, l, deadline, &h, body, into)
 	if err != nil {
 		return nil, err
 	}
@@ -325,10 +330,10 @@ func (c *Client) do(ctx context.Context, l *link, code uint32, body []byte, pctx
 // server answers that it has not committed (57) or accepted (58) the
 // request yet: a VSR server says so while, for instance, the logout of a
 // client that just disconnected is being committed.
-func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *vsr.RequestHeader, body []byte) (reply, error) {
+func (c *Client) exchange(ctx context.Context, l *link, deadline time.Time, h *vsr.RequestHeader, body, into []byte) (reply, error) {
 	pause := 5 * time.Millisecond
 	for {
-		rep, err := l.exchange(ctx, deadline, h, body)
+		rep, err := l.exchange(ctx, deadline, h, body, into)
 		if err != nil || !transient(h.Operation, &rep) {
 			return rep, err
 		}

@@ -152,23 +152,36 @@ func (c *Client) SyncGroup(ctx context.Context, g vsr.GroupRef) (a vsr.Assignmen
 // Poll polls one partition. The reply's records alias a buffer of its own,
 // which the caller may keep.
 func (c *Client) Poll(ctx context.Context, p *vsr.Poll, pctx *vsr.PartitionContext) (vsr.PollReply, error) {
+	r, _, err := c.PollInto(ctx, p, pctx, nil)
+	return r, err
+}
+
+// PollInto is Poll reading the reply into buf when it is large enough, else
+// into a new buffer; it returns the buffer it used. The reply's messages
+// alias it: the caller may pass it to its next PollInto once it is done
+// with them, so that polls do not allocate (nor the collector reclaim) a
+// reply's worth of bytes each.
+func (c *Client) PollInto(ctx context.Context, p *vsr.Poll, pctx *vsr.PartitionContext, buf []byte) (vsr.PollReply, []byte, error) {
 	key := routeKey{p.Stream, p.Topic, p.Partition.ID}
-	b, l, err := c.partitionOp(ctx, vsr.CodePoll, vsr.AppendPoll(nil, p), key, pctx)
+	b, l, err := c.partitionOp(ctx, vsr.CodePoll, vsr.AppendPoll(nil, p), key, pctx, buf)
 	if err != nil {
-		return vsr.PollReply{}, err
+		return vsr.PollReply{}, buf, err
+	}
+	if cap(b) > cap(buf) {
+		buf = b[:0:cap(b)]
 	}
 	r, err := vsr.DecodePollReply(b, c.dialect)
 	if err != nil {
-		return r, c.malformed(l, vsr.CodePoll, err)
+		return r, buf, c.malformed(l, vsr.CodePoll, err)
 	}
-	return r, nil
+	return r, buf, nil
 }
 
 // StoredOffset reads a consumer's stored offset; ok is false when none is
 // stored.
 func (c *Client) StoredOffset(ctx context.Context, o *vsr.Offset, pctx *vsr.PartitionContext) (vsr.StoredOffset, bool, error) {
 	key := routeKey{o.Stream, o.Topic, o.Partition.ID}
-	b, l, err := c.partitionOp(ctx, vsr.CodeGetOffset, vsr.AppendOffset(nil, vsr.CodeGetOffset, o), key, pctx)
+	b, l, err := c.partitionOp(ctx, vsr.CodeGetOffset, vsr.AppendOffset(nil, vsr.CodeGetOffset, o), key, pctx, nil)
 	if err != nil {
 		return vsr.StoredOffset{}, false, err
 	}
@@ -182,14 +195,14 @@ func (c *Client) StoredOffset(ctx context.Context, o *vsr.Offset, pctx *vsr.Part
 // StoreOffset stores o.Offset for o's consumer and partition.
 func (c *Client) StoreOffset(ctx context.Context, o *vsr.Offset, pctx *vsr.PartitionContext) error {
 	key := routeKey{o.Stream, o.Topic, o.Partition.ID}
-	_, _, err := c.partitionOp(ctx, vsr.CodeStoreOffset, vsr.AppendOffset(nil, vsr.CodeStoreOffset, o), key, pctx)
+	_, _, err := c.partitionOp(ctx, vsr.CodeStoreOffset, vsr.AppendOffset(nil, vsr.CodeStoreOffset, o), key, pctx, nil)
 	return err
 }
 
 // DeleteOffset deletes o's consumer's stored offset.
 func (c *Client) DeleteOffset(ctx context.Context, o *vsr.Offset, pctx *vsr.PartitionContext) error {
 	key := routeKey{o.Stream, o.Topic, o.Partition.ID}
-	_, _, err := c.partitionOp(ctx, vsr.CodeDeleteOffset, vsr.AppendOffset(nil, vsr.CodeDeleteOffset, o), key, pctx)
+	_, _, err := c.partitionOp(ctx, vsr.CodeDeleteOffset, vsr.AppendOffset(nil, vsr.CodeDeleteOffset, o), key, pctx, nil)
 	return err
 }
 
@@ -216,7 +229,7 @@ func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partiti
 	vsr.SealBatch(batch)
 	body := vsr.AppendSend(nil, &vsr.Send{Stream: stream, Topic: topic, Partitioning: vsr.PartitioningPartition,
 		Key: vsr.ToPartition(partition), Count: uint32(len(msgs)), Batch: batch})
-	b, l, err := c.partitionOp(ctx, vsr.CodeSend, body, routeKey{stream, topic, partition}, pctx)
+	b, l, err := c.partitionOp(ctx, vsr.CodeSend, body, routeKey{stream, topic, partition}, pctx, nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -257,16 +270,16 @@ type routeKey struct {
 // the request goes once more to the node the route names — only if the
 // cluster metadata lists that node; its address is the metadata's, never
 // one a reply invents.
-func (c *Client) partitionOp(ctx context.Context, code uint32, body []byte, key routeKey, pctx *vsr.PartitionContext) ([]byte, *link, error) {
+func (c *Client) partitionOp(ctx context.Context, code uint32, body []byte, key routeKey, pctx *vsr.PartitionContext, into []byte) ([]byte, *link, error) {
 	l := c.linkFor(key)
-	b, err := c.do(ctx, l, code, body, pctx)
+	b, err := c.doInto(ctx, l, code, body, pctx, into)
 	if c.dialect < vsr.V012 || !vsr.IsStatus(err, vsr.StatusNotPrimary) {
 		return b, l, err
 	}
 	if l, err = c.route(ctx, key); err != nil {
 		return nil, nil, err
 	}
-	b, err = c.do(ctx, l, code, body, pctx)
+	b, err = c.doInto(ctx, l, code, body, pctx, into)
 	return b, l, err
 }
 

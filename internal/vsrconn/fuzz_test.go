@@ -29,7 +29,7 @@ func FuzzReadReply(f *testing.F) {
 		}()
 		l := &link{addr: "fuzz", nc: client, r: bufio.NewReader(client), dialect: vsr.V011, maxReply: 1 << 16}
 		_ = client.SetDeadline(time.Now().Add(time.Second))
-		rep, err := l.read(context.Background(), &h)
+		rep, err := l.read(context.Background(), &h, nil)
 		if err != nil {
 			if !errors.Is(err, ErrConnectionLost) {
 				t.Fatalf("error %v does not cut the connection", err)

@@ -76,7 +76,7 @@ const cancelGrace = time.Second
 // returns an *EvictedError for an eviction frame and a *LegacyServerError
 // when the peer answered in Iggy 0.8's framing. Any failure other than a
 // reply with a status cuts the link.
-func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestHeader, body []byte) (reply, error) {
+func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestHeader, body, into []byte) (reply, error) {
 	if err := l.lostErr(); err != nil {
 		return reply{}, err
 	}
@@ -114,14 +114,14 @@ func (l *link) exchange(ctx context.Context, deadline time.Time, h *vsr.RequestH
 	if cap(l.wbuf) > 1<<20 {
 		l.wbuf = nil // a large send: do not keep its buffer
 	}
-	rep, err := l.read(ctx, h)
+	rep, err := l.read(ctx, h, into)
 	if err != nil {
 		return reply{}, err
 	}
 	return rep, nil
 }
 
-func (l *link) read(ctx context.Context, h *vsr.RequestHeader) (reply, error) {
+func (l *link) read(ctx context.Context, h *vsr.RequestHeader, into []byte) (reply, error) {
 	if _, err := io.ReadFull(l.r, l.hdr[:8]); err != nil {
 		return reply{}, l.cut(l.ioError(ctx, "before answering", err))
 	}
@@ -152,7 +152,14 @@ func (l *link) read(ctx context.Context, h *vsr.RequestHeader) (reply, error) {
 	if rh.Request != h.Request {
 		return reply{}, l.cut(malformedCut(fmt.Errorf("a reply to request %d, %d was sent", rh.Request, h.Request)))
 	}
-	body := make([]byte, size-vsr.HeaderSize) // bounded by maxReply above
+	n := size - vsr.HeaderSize // bounded by maxReply above
+	body := into[:0]
+	if uint64(cap(body)) < uint64(n) {
+		// Room to spare, so that a caller reusing it (PollInto) fits the
+		// next reply of about this size behind the result section too.
+		body = make([]byte, n, n+n/8)
+	}
+	body = body[:n]
 	if _, err := io.ReadFull(l.r, body); err != nil {
 		return reply{}, l.cut(l.ioError(ctx, "in the middle of a reply body", err))
 	}

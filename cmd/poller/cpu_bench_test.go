@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+// BenchmarkPollerOnce measures what Lambda bills: the CPU time (user +
+// system, from the process's rusage) one `poller once` spends per GB it
+// archives, and its throughput. Each iteration feeds a fresh topic — 4
+// partitions, BENCH_MESSAGES (200,000) JSON messages of 1 KiB — into the
+// in-repo broker, and the poller drains it into versitygw with its state
+// on moto_server, over plain HTTP (so payloads are signed), 8 MiB objects.
+//
+// With BENCH_BASELINE_POLLER naming another build of the poller (say, of an
+// earlier commit: scripts/cpu-per-gb.sh builds one), each iteration runs
+// both on topics of their own, in alternating order, and the benchmark also
+// reports the baseline's figures and the ratio cpu-s/GB this/baseline:
+//
+//	go test ./cmd/poller -run '^$' -bench PollerOnce -benchtime 3x
+func BenchmarkPollerOnce(b *testing.B) {
+	messages := 200_000
+	if v := os.Getenv("BENCH_MESSAGES"); v != "" {
+		if _, err := fmt.Sscan(v, &messages); err != nil || messages < 1 {
+			b.Fatalf("BENCH_MESSAGES=%q: want a positive number", v)
+		}
+	}
+	pollers := []struct{ name, path string }{{"this", buildPoller(b)}}
+	if base := os.Getenv("BENCH_BASELINE_POLLER"); base != "" {
+		pollers = append(pollers, struct{ name, path string }{"baseline", base})
+	}
+	br, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	if _, err := br.CreateStream("bench"); err != nil {
+		b.Fatal(err)
+	}
+	s3srv := testenv.StartVersity(b)
+	s3srv.CreateBucket(b, "bench")
+	moto := testenv.StartMoto(b)
+	env := append(os.Environ(),
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ENDPOINT_URL_DYNAMODB="+moto.Endpoint,
+		"SINK_BUCKET=bench", "SINK_ENDPOINT="+s3srv.Endpoint, "SINK_ACCESS_KEY_ID="+s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY="+s3srv.SecretKey,
+		"SINK_STREAM=bench", "SINK_MAX_FILE_SIZE=8MiB", "SINK_MAX_FILE_AGE=1ms", "SINK_RUN_TIMEOUT=10m",
+		"IGGY_ADDRESS="+br.Addr(), "SINK_STATE_TABLE=bench-state")
+
+	type total struct {
+		cpu, wall time.Duration
+		bytes     uint64
+	}
+	totals := make([]total, len(pollers))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range pollers {
+			k := (i + j) % len(pollers) // alternate who goes first
+			p := pollers[k]
+			b.StopTimer()
+			topic := fmt.Sprintf("%s-%d", p.name, i)
+			feedTopic(b, br, topic, messages)
+			b.StartTimer()
+			cpu, wall, n := runOnce(b, p.path, append(env, "SINK_TOPICS="+topic))
+			totals[k].cpu += cpu
+			totals[k].wall += wall
+			totals[k].bytes += n
+		}
+	}
+	b.StopTimer()
+	perGB := func(t total) float64 { return t.cpu.Seconds() / (float64(t.bytes) / 1e9) }
+	b.SetBytes(int64(totals[0].bytes) / int64(b.N))
+	b.ReportMetric(perGB(totals[0]), "cpu-s/GB")
+	b.ReportMetric(float64(totals[0].bytes)/1e6/totals[0].wall.Seconds(), "MB/s-wall")
+	if len(totals) > 1 {
+		b.ReportMetric(perGB(totals[1]), "baseline-cpu-s/GB")
+		b.ReportMetric(float64(totals[1].bytes)/1e6/totals[1].wall.Seconds(), "baseline-MB/s-wall")
+		b.ReportMetric(perGB(totals[0])/perGB(totals[1]), "cpu-ratio")
+	}
+}
+
+// feedTopic creates topic with 4 partitions holding messages 1 KiB JSON
+// messages, round robin.
+func feedTopic(b *testing.B, br *iggytest.Broker, topic string, messages int) {
+	b.Helper()
+	if _, err := br.CreateTopic("bench", topic, 4); err != nil {
+		b.Fatal(err)
+	}
+	pad := strings.Repeat("x", 1024)
+	for n := 0; n < messages; n++ {
+		payload := fmt.Appendf(nil, `{"n":%d,"level":"INFO","msg":"request served","path":"/api/items/%d","pad":"`, n, n)
+		payload = append(append(payload, pad[:1024-2-len(payload)]...), `"}`...)
+		if _, err := br.Append("bench", topic, uint32(n%4), payload, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// runOnce runs `poller once` and returns its CPU time, wall time and the
+// bytes its run summary says it archived.
+func runOnce(b *testing.B, bin string, env []string) (cpu, wall time.Duration, archived uint64) {
+	b.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "-log-format", "json", "once")
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stderr, &stderr
+	began := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s once: %v\n%s", filepath.Base(bin), err, stderr.String())
+	}
+	wall = time.Since(began)
+	sc := bufio.NewScanner(&stderr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Msg     string `json:"msg"`
+			Bytes   uint64 `json:"bytes"`
+			Stopped string `json:"stopped"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && strings.HasPrefix(rec.Msg, "run ") {
+			if rec.Msg != "run finished" {
+				b.Fatalf("%s once: %s (%s):\n%s", filepath.Base(bin), rec.Msg, rec.Stopped, stderr.String())
+			}
+			archived = rec.Bytes
+		}
+	}
+	if archived == 0 {
+		b.Fatalf("%s once archived nothing:\n%s", filepath.Base(bin), stderr.String())
+	}
+	st := cmd.ProcessState
+	return st.UserTime() + st.SystemTime(), wall, archived
+}

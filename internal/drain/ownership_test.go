@@ -42,13 +42,37 @@ func TestOwnershipMovesMidRun(t *testing.T) {
 		group := cfg.Streams[0].ConsumerGroup
 		ctx := context.Background()
 
+		// Both partitions hold their first offset store until the other
+		// member has joined and the hand-over is complete, so that the one
+		// that moved meets the refusal (5009) whatever else its reader
+		// did meanwhile.
 		var once sync.Once
 		var other *source.Conn
-		joinMidRun := stepFunc(func(s drain.Step, _ batch.Partition) error {
+		var mu sync.Mutex
+		arrived := map[uint32]bool{}
+		joined := make(chan struct{})
+		joinMidRun := stepFunc(func(s drain.Step, p batch.Partition) error {
 			if s != drain.StepBeforeStore {
 				return nil
 			}
+			mu.Lock()
+			first := !arrived[p.ID]
+			arrived[p.ID] = true
+			both := len(arrived) == 2
+			mu.Unlock()
+			if !first {
+				return nil
+			}
+			if !both {
+				select {
+				case <-joined:
+				case <-time.After(5 * time.Second):
+					t.Error("the other partition never reached its first offset store")
+				}
+				return nil
+			}
 			once.Do(func() {
+				defer close(joined)
 				c, err := source.Open(ctx, source.Config{Address: broker.Addr(), Username: w.user, Password: w.password})
 				if err != nil {
 					t.Error(err)

@@ -127,7 +127,8 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 	reports := make([]Report, 0, len(parts))
 	total := 0
 	for i, p := range parts {
-		lp := names.Partition(p.Stream, p.Topic, p.Partition).ListPrefix()
+		pn := names.Partition(p.Stream, p.Topic, p.Partition)
+		lp, holds := pn.ListPrefix(), pn.Matcher()
 		var ranges []Range
 		voided := map[string]bool{}
 		pr := Progress{Index: i, Partitions: len(parts), Stream: p.Stream, Topic: p.Topic, Partition: p.Partition}
@@ -139,7 +140,7 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 			}
 			n, ok := keys.ParseName(key)
 			switch {
-			case !ok || n.Partition != p.Partition:
+			case !ok || n.Partition != p.Partition || !holds(key): // another topic's, under a time-first template
 			case n.Void:
 				if k, ok := keys.Voided(key); ok {
 					voided[k] = true
@@ -172,13 +173,15 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 
 // listErrors lists a partition's error objects by generation.
 func listErrors(ctx context.Context, l Lister, names *keys.Namer, p Partition) (map[uint32][]Range, error) {
-	lp, ok := names.Partition(p.Stream, p.Topic, p.Partition).ErrorsListPrefix()
+	pn := names.Partition(p.Stream, p.Topic, p.Partition)
+	lp, ok := pn.ErrorsListPrefix()
 	if !ok {
 		return nil, nil
 	}
+	holds := pn.ErrorsMatcher()
 	out := map[uint32][]Range{}
 	err := l.List(ctx, lp, func(key string, size int64) error {
-		if n, ok := keys.ParseErrorsName(key); ok && n.Partition == p.Partition {
+		if n, ok := keys.ParseErrorsName(key); ok && n.Partition == p.Partition && holds(key) {
 			out[n.Generation] = append(out[n.Generation], Range{First: n.First, Last: n.Last, Key: key, Size: size, Generation: n.Generation})
 		}
 		return nil

@@ -21,9 +21,10 @@ func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err erro
 	var ranges []listed
 	voided := map[string]bool{}
 	prefix := c.names.ListPrefix()
+	holds := c.names.Matcher() // the prefix may cover other topics' folders
 	err = c.p.r.Objects.List(ctx, prefix, func(key string, _ int64) error {
 		n, ok := keys.ParseName(key)
-		if !ok || n.Partition != c.p.info.ID || n.Generation != c.st.Generation {
+		if !ok || n.Partition != c.p.info.ID || n.Generation != c.st.Generation || !holds(key) {
 			return nil
 		}
 		if n.Void {

@@ -136,3 +136,27 @@ func FuzzParseErrorsName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMatcher: for any template, names and time, a partition's matcher
+// accepts every key its namer renders, and a listed key (any string the
+// store returns) never makes it panic.
+func FuzzMatcher(f *testing.F) {
+	f.Add("dt={date}/{stream}/{topic}", "app", "logs", uint32(3), uint64(1_710_597_751_000_000), "dt=2024-03-16/app/logs/3-00000000000000000001-00000000000000000002.jsonl")
+	f.Add("{stream}/{topic}/{date}/{hour}", "a b", "ü/x", uint32(0), uint64(0), "")
+	f.Add("t={timestamp}/{topic}-{partition}", "s", "t", uint32(7), uint64(1<<62), "t=1/t-7/x")
+	f.Fuzz(func(t *testing.T, tpl, stream, topic string, partition uint32, ts uint64, listed string) {
+		tp, err := ParseTemplate(tpl)
+		if err != nil || stream == "" || topic == "" {
+			return
+		}
+		pn := NewNamer("p", tp, "jsonl").WithErrors("e").Partition(stream, topic, partition)
+		holds, holdsErr := pn.Matcher(), pn.ErrorsMatcher()
+		if key := pn.Object(1, 2, ts); !holds(key) {
+			t.Fatalf("template %q, %q/%q/%d at %d: own key %q refused", tpl, stream, topic, partition, ts, key)
+		}
+		if key := pn.Errors(1, 2, ts); !holdsErr(key) {
+			t.Fatalf("template %q: own error key %q refused", tpl, key)
+		}
+		_, _ = holds(listed), holdsErr(listed)
+	})
+}

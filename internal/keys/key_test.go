@@ -340,3 +340,46 @@ func TestMarkerNames(t *testing.T) {
 		t.Errorf("hole marker %q", got)
 	}
 }
+
+// A partition's matcher accepts its own keys at any time and refuses those
+// of other topics, streams and partitions that share the listing prefix
+// (time-first templates list every topic), and keys in deeper folders.
+func TestMatcherHoldsOnlyThePartitionsKeys(t *testing.T) {
+	for _, tpl := range []string{"dt={date}/{stream}/{topic}", "{stream}/{date}/{topic}", "{stream}/{topic}/{date}/{hour}",
+		"{year}/{month}/{day}/{stream}/{topic}-p{partition}", "t={timestamp}/{topic}", "{stream}/{topic}"} {
+		t.Run(tpl, func(t *testing.T) {
+			tp, err := ParseTemplate(tpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := NewNamer("archive", tp, "jsonl").WithErrors("errs")
+			mine := n.Partition("app", "logs", 3).Generation(2)
+			holds, holdsErr := mine.Matcher(), mine.ErrorsMatcher()
+			for _, ts := range []uint64{0, 1_710_597_751_000_000, 4_102_444_800_000_000} {
+				for _, key := range []string{mine.Object(10, 20, ts), mine.Gap(21, 30, ts), mine.Hole(31, 31, ts)} {
+					if !holds(key) {
+						t.Errorf("its own key %q refused", key)
+					}
+					if holdsErr(key) {
+						t.Errorf("data key %q taken for an error object", key)
+					}
+				}
+				if key := mine.Errors(10, 20, ts); !holdsErr(key) || holds(key) {
+					t.Errorf("error object %q: error matcher %v, data matcher %v", key, holdsErr(key), holds(key))
+				}
+				others := []PartitionNamer{n.Partition("app", "logs2", 3), n.Partition("app2", "logs", 3), n.Partition("ap", "plogs", 3)}
+				if strings.Contains(tpl, "{partition}") {
+					others = append(others, n.Partition("app", "logs", 30))
+				}
+				for _, o := range others {
+					if key := o.Object(10, 20, ts); holds(key) && (strings.Contains(tpl, "{stream}") || o.stream == "app") {
+						t.Errorf("%s/%s/%d's key %q taken for app/logs/3's", o.stream, o.topic, o.partition, key)
+					}
+				}
+			}
+			if key := mine.Object(1, 2, 0); holds("archive/x/"+key[len("archive/"):]) || holds(key[:len(key)-len(".jsonl")]+"/1-00000000000000000001-00000000000000000002.jsonl") {
+				t.Error("a key in another folder was taken")
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package keys
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Matcher returns whether a listed key lies in one of this partition's
+// folders under the data prefix: the path template rendered for its stream,
+// topic and partition at some time. A listing prefix stops at the first
+// time field, so with a time-first template ("dt={date}/{stream}/{topic}")
+// it covers every topic's objects, and another sink's under the same
+// prefix; a key's file name alone (ParseName) does not tell whose it is.
+func (p PartitionNamer) Matcher() func(key string) bool { return p.matcher(p.n.prefix) }
+
+// ErrorsMatcher is Matcher for this partition's error objects; it matches
+// nothing when the Namer names none.
+func (p PartitionNamer) ErrorsMatcher() func(key string) bool {
+	if !p.n.hasErrors {
+		return func(string) bool { return false }
+	}
+	return p.matcher(p.n.errPrefix)
+}
+
+// atom is one part of a folder pattern: fixed text, or a run of digits
+// (a time field) of at least min and at most max digits, after an
+// optional '+' when plus is set (years past 9999, as appendYear writes).
+type atom struct {
+	text     string
+	digits   bool
+	min, max int
+	plus     bool
+}
+
+func (p PartitionNamer) matcher(prefix string) func(key string) bool {
+	var atoms []atom
+	fixed := func(s string) { atoms = append(atoms, atom{text: s}) }
+	year := atom{digits: true, min: 4, max: 20, plus: true}
+	two := atom{digits: true, min: 2, max: 2}
+	fixed(string(appendPrefix(nil, prefix)))
+	for _, s := range p.n.tpl.segments {
+		switch s.kind {
+		case literal:
+			fixed(s.text)
+		case phStream:
+			fixed(string(appendSegment(nil, p.stream)))
+		case phTopic:
+			fixed(string(appendSegment(nil, p.topic)))
+		case phPartition:
+			fixed(strconv.FormatUint(uint64(p.partition), 10))
+		case phDate:
+			atoms = append(atoms, year, atom{text: "-"}, two, atom{text: "-"}, two)
+		case phYear:
+			atoms = append(atoms, year)
+		case phHour, phMonth, phDay, phMinute:
+			atoms = append(atoms, two)
+		case phTimestamp:
+			atoms = append(atoms, atom{digits: true, min: 1, max: 20})
+		}
+	}
+	return func(key string) bool {
+		slash := strings.LastIndexByte(key, '/')
+		if slash < 0 || slash == len(key)-1 {
+			return false
+		}
+		m := atomMatch{atoms: atoms, failed: map[[2]int]bool{}}
+		return m.match(0, key[:slash])
+	}
+}
+
+// atomMatch matches a folder against atoms; failed remembers the (atom,
+// rest length) pairs that did not match, so that trying each width of
+// several variable digit runs stays linear in the key's length.
+type atomMatch struct {
+	atoms  []atom
+	failed map[[2]int]bool
+}
+
+// match reports whether dir is exactly atoms[from:]; a digit run that may
+// vary in width tries each width, so "{timestamp}1" still matches.
+func (m *atomMatch) match(from int, dir string) bool {
+	if m.failed[[2]int{from, len(dir)}] {
+		return false
+	}
+	ok := m.walk(from, dir)
+	if !ok {
+		m.failed[[2]int{from, len(dir)}] = true
+	}
+	return ok
+}
+
+func (m *atomMatch) walk(from int, dir string) bool {
+	for i := from; i < len(m.atoms); i++ {
+		a := m.atoms[i]
+		if !a.digits {
+			if !strings.HasPrefix(dir, a.text) {
+				return false
+			}
+			dir = dir[len(a.text):]
+			continue
+		}
+		if a.plus && strings.HasPrefix(dir, "+") {
+			dir = dir[1:]
+		}
+		n := 0
+		for n < len(dir) && n < a.max && dir[n] >= '0' && dir[n] <= '9' {
+			n++
+		}
+		if a.min == a.max {
+			if n < a.min {
+				return false
+			}
+			dir = dir[a.min:]
+			continue
+		}
+		for w := n; w >= a.min; w-- {
+			if m.match(i+1, dir[w:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return dir == ""
+}

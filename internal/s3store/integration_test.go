@@ -504,7 +504,7 @@ func BenchmarkPutObject(b *testing.B) {
 }
 
 // BenchmarkPutObjectSDK sends the same objects with the SDK's PutObject
-// alone (same client, same condition, no MD5, no ETag check): the
+// alone (same client, same condition, no checksum, no reply check): the
 // uploader's cost on the upload path is BenchmarkPutObject's ratio to it.
 func BenchmarkPutObjectSDK(b *testing.B) {
 	st := startStore(b)

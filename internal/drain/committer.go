@@ -85,10 +85,12 @@ func (c *committer) incarnation(ctx context.Context) error {
 	}
 	recreated := false
 	switch {
-	case c.st.Incarnation == 0:
 	case exactIdentity(cur) && exactIdentity(c.st.Incarnation):
 		recreated = true
 	default:
+		// A state that recorded no identity (a row from before identities
+		// were kept, an old backup) is checked too: what it archived may
+		// be an earlier incarnation's (issue 21, item 7).
 		var err error
 		if recreated, err = c.recreated(ctx); err != nil {
 			return err

@@ -1,8 +1,12 @@
 package drain_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
@@ -55,4 +59,40 @@ func TestTimeFirstTemplateKeepsTopicsApart(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A state row that recorded no incarnation (written before identities were
+// kept, or restored from an old backup) still has its partition's
+// re-creation noticed (issue 21, item 7): the new topic is archived from
+// offset 0 as a new generation instead of inheriting the old position.
+func TestStateWithoutIncarnationSeesRecreation(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.hooks(t) // a quick broker-side delete, as TestTopicRecreated
+		topic := uniqueName("noinc")
+		w.produce(topic, 1, 100, 120)
+		set := w.settings("noinc", topic)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		cfg := w.config(set)
+		s := w.sink(cfg, app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+		old := w.sent(topic)
+
+		item := w.stateItem(cfg.Plugin.StateTable)
+		if _, ok := item["incarnation"]; !ok {
+			t.Fatal("the state item has no incarnation attribute to remove")
+		}
+		delete(item, "incarnation")
+		if _, err := w.dynamoClient().PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(cfg.Plugin.StateTable), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+		w.deleteTopic(topic)
+		w.produce(topic, 1, 150, 120) // longer than the old position
+		w.drainUntilQuiet(s, topic, 10)
+
+		all := w.objects(s, "archive/")
+		w.checkGeneration(all, 0, old, topic, "json_lines")
+		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
+		w.auditClean(s)
+	})
 }

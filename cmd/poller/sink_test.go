@@ -71,6 +71,10 @@ func TestCheckCommand(t *testing.T) {
 	if n != 5 {
 		t.Fatalf("want 5 ok lines:\n%s", out.String())
 	}
+	// versitygw keeps no lifecycle rules: the check warns (exit 0 above).
+	if !strings.Contains(out.String(), "warn  s3 lifecycle ") || !strings.Contains(out.String(), "incomplete multipart uploads") {
+		t.Fatalf("want a warning about the missing abort rule:\n%s", out.String())
+	}
 }
 
 // TestOnceFailsAtStartWhenS3IsWrong: a missing bucket stops the run before

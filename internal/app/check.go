@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ type CheckResult struct {
 	Detail string // what was found (success) or what was not checked (skip)
 	Err    error  // the failure, already explained
 	Skip   bool   // not checked because an earlier check failed
+	Warn   bool   // works, but Detail says what to fix; not a failure
 }
 
 // String is the line `poller check` prints.
@@ -34,6 +36,8 @@ func (r CheckResult) String() string {
 		return fmt.Sprintf("FAIL  %-12s %v", r.Name, r.Err)
 	case r.Skip:
 		return fmt.Sprintf("skip  %-12s %s", r.Name, r.Detail)
+	case r.Warn:
+		return fmt.Sprintf("warn  %-12s %s", r.Name, r.Detail)
 	default:
 		return fmt.Sprintf("ok    %-12s %s", r.Name, r.Detail)
 	}
@@ -76,8 +80,12 @@ func (s *Sink) Check(ctx context.Context, report func(CheckResult)) error {
 	for _, r := range s.checkIggy(ctx) {
 		emit(r)
 	}
-	for _, r := range s.checkS3(ctx) {
+	s3 := s.checkS3(ctx)
+	for _, r := range s3 {
 		emit(r)
+	}
+	if len(s3) > 0 && s3[0].Err == nil && !s3[0].Skip {
+		emit(s.checkAbortRule(ctx))
 	}
 	emit(s.checkTable(ctx))
 	if first != nil {
@@ -85,6 +93,41 @@ func (s *Sink) Check(ctx context.Context, report func(CheckResult)) error {
 	}
 	return nil
 }
+
+// abortRuler is what the lifecycle check needs of the object store
+// (*s3store.Uploader).
+type abortRuler interface {
+	AbortRule(ctx context.Context, prefix string) (id string, days int32, found bool, err error)
+}
+
+// checkAbortRule looks for the bucket lifecycle rule that removes what a
+// killed run leaves of a multipart upload (the run that recovers the object
+// aborts it too, but a partition never run again keeps it). Its absence is
+// a warning, not a failure: only `poller check` reads the rules, and the
+// function's role may not.
+func (s *Sink) checkAbortRule(ctx context.Context) CheckResult {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	const name = "s3 lifecycle"
+	r, ok := s.Objects.(abortRuler)
+	if !ok {
+		return CheckResult{Name: name, Skip: true, Detail: "not checked: the object store is not S3"}
+	}
+	prefix := strings.Trim(s.Config.Plugin.Prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	id, days, found, err := r.AbortRule(ctx, prefix)
+	switch {
+	case err != nil:
+		code, _ := apiCode(err)
+		return CheckResult{Name: name, Warn: true, Detail: fmt.Sprintf("could not read the bucket's lifecycle rules (%s; needs s3:GetLifecycleConfiguration): make sure one aborts incomplete multipart uploads", cmp.Or(code, "error"))}
+	case !found:
+		return CheckResult{Name: name, Warn: true, Detail: fmt.Sprintf("no rule of bucket %q aborts incomplete multipart uploads under %q: a run killed mid-upload leaves its parts, billed, until one does (the template's CreateBucket=true adds one; or add AbortIncompleteMultipartUpload, e.g. after 1 day)", s.Config.Plugin.Bucket, prefix)}
+	}
+	return CheckResult{Name: name, Detail: fmt.Sprintf("rule %q aborts incomplete multipart uploads after %d day(s)", id, days)}
+}
+
 
 // Preflight runs the checks a run makes before it drains anything: S3 and
 // the state table (the run's own connection checks Iggy, stream and topics

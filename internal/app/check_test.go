@@ -87,7 +87,7 @@ func TestCheckAllGood(t *testing.T) {
 			t.Errorf("line %q is not ok", l)
 		}
 	}
-	if got := strings.Join(names, ","); got != "iggy,topic,s3 bucket,s3 write,state table" {
+	if got := strings.Join(names, ","); got != "iggy,topic,s3 bucket,s3 write,s3 lifecycle,state table" {
 		t.Errorf("checks = %s", got)
 	}
 	for _, want := range []string{s.broker.Addr() + " speaks Iggy 0.9 (protocol 0.11.0)", `logged in to ` + s.broker.Addr() + ` as user "iggy"`, "app/logs: 2 partitions, 10 messages", "s3://checked/iggy/", `"sink-state" exists`} {

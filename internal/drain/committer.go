@@ -187,6 +187,7 @@ func (c *committer) recover(ctx context.Context) error {
 	in := *c.st.Intent
 	c.ps.Recovered = true
 	c.p.log.Info("recovering an unfinished object", "first", in.First, "last", in.Last, "key", in.ObjectKey)
+	c.abortUploads(ctx, in.ObjectKey)
 	s := &sealed{first: in.First, last: in.Last, gap: isGapKey(in.ObjectKey), done: func() {}}
 	if !s.gap && !strings.HasSuffix(in.ObjectKey, "."+c.p.r.Options.Names.Ext()) {
 		return c.settle(ctx, in, nil)
@@ -254,12 +255,31 @@ func (c *committer) retire(ctx context.Context, in state.Intent) error {
 		_, err := c.upload(ctx, &sealed{first: in.First, last: in.Last, gap: true, done: func() {}})
 		return err
 	}
+	c.abortUploads(ctx, in.ObjectKey)
 	_, exists, err := c.void(ctx, in)
 	if err != nil || exists {
 		return err
 	}
 	_, err = c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, CauseRecreated)
 	return err
+}
+
+// abortUploads aborts what a dead run left of a multipart upload of key:
+// its parts stay in the store (and are billed) until someone does (issue
+// 21, item 13). Best effort, with a warning: a bucket lifecycle rule for
+// incomplete uploads is the backstop (`poller check` says whether there is
+// one).
+func (c *committer) abortUploads(ctx context.Context, key string) {
+	if isGapKey(key) {
+		return // markers are single PUTs
+	}
+	n, err := c.p.r.Objects.AbortUploads(ctx, key)
+	switch {
+	case err != nil:
+		c.p.log.Warn("could not abort the multipart uploads a dead run left for the object; a bucket lifecycle rule for incomplete uploads removes them", "key", key, "error", err)
+	case n > 0:
+		c.p.log.Info("aborted the multipart uploads a dead run left for the object", "key", key, "uploads", n)
+	}
 }
 
 // position returns the first offset to read: after the later of the

@@ -2,13 +2,16 @@ package drain_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
 )
 
 // objectsOf keeps the objects whose folder is topic's under a template
@@ -95,4 +98,58 @@ func TestStateWithoutIncarnationSeesRecreation(t *testing.T) {
 		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
 		w.auditClean(s)
 	})
+}
+
+// A run that dies between a multipart upload's parts and its completion
+// leaves the upload open, its parts kept and billed (issue 21, item 13):
+// here the completion and every abort fail, as if the run were killed. The
+// run that recovers the object aborts what was left, writes the object,
+// and no upload stays open.
+func TestRecoveryAbortsADeadRunsUpload(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("orphan")
+		w.produce(topic, 1, 12_000, 1000) // one object of about 12 MiB: three parts of 5 MiB
+		set := w.settings("orphan", topic)
+		set["SINK_MULTIPART_THRESHOLD"] = "5MiB"
+		set["SINK_PART_SIZE"] = "5MiB"
+		set["SINK_MAX_ATTEMPTS"] = "1"
+		dying := func(r *http.Request) bool {
+			q := r.URL.Query()
+			return q.Has("uploadId") && (r.Method == http.MethodPost || r.Method == http.MethodDelete)
+		}
+		proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: dying})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		set["SINK_ENDPOINT"] = proxy.URL()
+		if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
+			t.Fatal("the run whose completion failed succeeded")
+		}
+		if n := w.openUploads("orphan"); n == 0 {
+			t.Fatal("the failed run left no multipart upload open: nothing to recover from")
+		}
+
+		set["SINK_ENDPOINT"] = w.s3.Endpoint
+		s := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(s, topic, 5)
+		if n := w.openUploads("orphan"); n != 0 {
+			t.Fatalf("%d multipart uploads still open after recovery", n)
+		}
+		w.checkExactlyOnce(s, topic, "json_lines")
+		w.auditClean(s)
+		if !strings.Contains(w.logs.String(), "aborted the multipart uploads a dead run left") {
+			t.Fatal("the recovery did not say it aborted the dead run's upload")
+		}
+	})
+}
+
+// openUploads counts the multipart uploads open in bucket.
+func (w *world) openUploads(bucket string) int {
+	w.t.Helper()
+	out, err := w.s3.Client(w.t).ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		w.t.Fatalf("ListMultipartUploads: %v", err)
+	}
+	return len(out.Uploads)
 }

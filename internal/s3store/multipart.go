@@ -193,39 +193,13 @@ func (m *multipart) abortOrphans(ctx context.Context) {
 	if !m.orphans {
 		return
 	}
-	var c counter
-	var out *s3.ListMultipartUploadsOutput
-	err := m.u.do(ctx, &c, "ListMultipartUploads", m.key, func(ctx context.Context) error {
-		var err error
-		out, err = m.u.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
-			Bucket: aws.String(m.u.opts.Bucket), Prefix: aws.String(m.key)})
-		return err
-	})
-	if err != nil {
-		m.u.opts.Logger.WarnContext(ctx, "s3 could not look for orphaned multipart uploads", "bucket", m.u.opts.Bucket, "key", m.key, "error", err)
-		return
-	}
-	for _, up := range out.Uploads {
-		id := aws.ToString(up.UploadId)
-		if aws.ToString(up.Key) != m.key || id == m.uploadID {
-			continue
-		}
-		if err := m.abort(ctx, id); err != nil {
-			m.u.opts.Logger.WarnContext(ctx, "s3 could not abort an orphaned multipart upload", "bucket", m.u.opts.Bucket, "key", m.key, "upload_id", id, "error", err)
-		}
+	if _, err := m.u.abortOpen(ctx, m.key, m.uploadID); err != nil {
+		m.u.opts.Logger.WarnContext(ctx, "s3 could not abort orphaned multipart uploads", "bucket", m.u.opts.Bucket, "key", m.key, "error", err)
 	}
 }
 
 func (m *multipart) abort(ctx context.Context, uploadID string) error {
-	var c counter // aborts are clean-up; they do not count toward Result
-	return m.u.do(ctx, &c, "AbortMultipartUpload", m.key, func(ctx context.Context) error {
-		_, err := m.u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
-			Bucket: aws.String(m.u.opts.Bucket), Key: aws.String(m.key), UploadId: aws.String(uploadID)})
-		if isCode(err, "NoSuchUpload") {
-			return nil // nothing left to clean up (an earlier attempt went through)
-		}
-		return err
-	})
+	return m.u.abortUpload(ctx, m.key, uploadID)
 }
 
 // abortQuietly aborts an upload, logging a failure: the caller already has

@@ -70,7 +70,8 @@ func Retryable(err error) bool {
 		return true
 	}
 	if status := httpStatus(err); status != 0 {
-		return status >= 500 || status == 408 || status == 429
+		// 501: the store lacks the operation, and will on a retry too.
+		return (status >= 500 && status != 501) || status == 408 || status == 429
 	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {

@@ -128,7 +128,6 @@ func (s *Sink) checkAbortRule(ctx context.Context) CheckResult {
 	return CheckResult{Name: name, Detail: fmt.Sprintf("rule %q aborts incomplete multipart uploads after %d day(s)", id, days)}
 }
 
-
 // Preflight runs the checks a run makes before it drains anything: S3 and
 // the state table (the run's own connection checks Iggy, stream and topics
 // first thing). A misconfigured bucket so fails the run at its start rather

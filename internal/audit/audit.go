@@ -42,9 +42,10 @@ type Range struct {
 	First, Last uint64
 	Key         string
 	// Gap is set for a gap marker; Hole too for a hole marker (offsets
-	// Iggy never had: its offsets skip them, so no message is missing).
-	Gap, Hole bool
-	Size      int64
+	// Iggy never had: its offsets skip them, so no message is missing);
+	// Skip too for a skip marker (offsets the group was moved past).
+	Gap, Hole, Skip bool
+	Size            int64
 	// Generation is the partition's incarnation (0 until it is re-created).
 	Generation uint32
 }
@@ -70,7 +71,11 @@ type Report struct {
 	// IggyHoles counts the hole markers among them: offsets Iggy never
 	// had (its offsets skip them, e.g. after a 0.10 server recovery), so no
 	// message is missing there.
-	IggyHoles int     `json:"iggy_holes,omitempty"`
+	IggyHoles int `json:"iggy_holes,omitempty"`
+	// Skipped counts the skip markers among them: offsets passed over
+	// because the consumer group's offset was moved past them (by an
+	// operator) before the sink archived them.
+	Skipped   int     `json:"skipped,omitempty"`
 	Messages  uint64  `json:"messages"`
 	Bytes     int64   `json:"bytes"`
 	First     *uint64 `json:"first,omitempty"`
@@ -146,7 +151,7 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 					voided[k] = true
 				}
 			default:
-				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Size: size, Generation: n.Generation})
+				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, Size: size, Generation: n.Generation})
 			}
 			return nil
 		})
@@ -293,6 +298,9 @@ func Verify(p Partition, ranges []Range) Report {
 			if r.Hole {
 				rep.IggyHoles++
 			}
+			if r.Skip {
+				rep.Skipped++
+			}
 		} else {
 			rep.Objects++
 			rep.Messages += r.Last - r.First + 1
@@ -357,6 +365,9 @@ func Write(w io.Writer, reports []Report) error {
 		if r.IggyHoles > 0 {
 			markers += fmt.Sprintf(" (%d of them holes in Iggy's offsets, no message missing)", r.IggyHoles)
 		}
+		if r.Skipped > 0 {
+			markers += fmt.Sprintf(" (%d of them offsets the consumer group was moved past)", r.Skipped)
+		}
 		if _, err := fmt.Fprintf(w, "%-4s %s: %d objects, %d messages, %d bytes, %s, %s, committed %s\n",
 			verdict, part, r.Objects, r.Messages, r.Bytes, span, markers, committed); err != nil {
 			return err
@@ -388,6 +399,7 @@ type Verdict struct {
 	Objects    int      `json:"objects"`
 	GapMarkers int      `json:"gap_markers"`
 	IggyHoles  int      `json:"iggy_holes,omitempty"`
+	Skipped    int      `json:"skipped,omitempty"`
 	Overlaps   int      `json:"overlaps"`
 	Gaps       int      `json:"unreported_gaps"`
 	Reports    []Report `json:"reports"`
@@ -409,6 +421,7 @@ func Summarize(reports []Report) Verdict {
 		v.Objects += r.Objects
 		v.GapMarkers += r.GapMarkers
 		v.IggyHoles += r.IggyHoles
+		v.Skipped += r.Skipped
 		v.Overlaps += len(r.Overlaps)
 		v.Gaps += len(r.Gaps)
 		v.OK = v.OK && r.OK()

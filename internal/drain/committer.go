@@ -242,6 +242,53 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	return c.complete(ctx, gap, w, nil)
 }
 
+// groupAhead handles a group offset beyond the state's position. Either
+// the state is behind (a restored table): the objects up to the group's
+// offset are in S3, and are adopted; or the group was moved forward past
+// what the sink archived (an operator, or another consumer sharing the
+// group): the offsets no object holds are passed over with a skip marker,
+// so that the archive says why they are missing and the audit accepts it
+// (issue 21, item 10).
+func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
+	end, found, err := c.adopt(ctx)
+	if err != nil {
+		return 0, err
+	}
+	from := c.st.LastWritten + 1
+	if found {
+		if err := c.skipTo(ctx, end); err != nil {
+			return 0, err
+		}
+		if end >= c.stored {
+			return end + 1, c.storeOffset(ctx, end)
+		}
+		from = end + 1
+	}
+	skip := &sealed{first: from, last: c.stored, ts: c.timestampNear(ctx, c.stored), gap: true, cause: CauseSkipped, done: func() {}}
+	if err := c.setIntent(ctx, skip); err != nil {
+		return 0, err
+	}
+	w, err := c.upload(ctx, skip)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.complete(ctx, skip, w, nil); err != nil {
+		return 0, err
+	}
+	return c.stored + 1, nil
+}
+
+// timestampNear is the server time of the message at off (or the next
+// one), for a marker's folder under a time template; now when there is
+// none to read.
+func (c *committer) timestampNear(ctx context.Context, off uint64) uint64 {
+	msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+	if err == nil && len(msgs) > 0 {
+		return msgs[0].Timestamp
+	}
+	return uint64(time.Now().UnixMicro())
+}
+
 // retire ends the old incarnation's unfinished object before a reset: if
 // it never reached S3, its key is fenced and its range reported as a gap of
 // the old generation (its messages went with the partition). An unfinished
@@ -293,6 +340,8 @@ func (c *committer) position(ctx context.Context) (uint64, error) {
 		return lw + 1, c.storeOffset(ctx, lw)
 	case has && c.stored == lw:
 		return lw + 1, nil
+	case has:
+		return c.groupAhead(ctx)
 	case c.hasStored:
 		if err := c.skipTo(ctx, c.stored); err != nil {
 			return 0, err

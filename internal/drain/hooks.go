@@ -36,7 +36,7 @@ type Written struct {
 	Messages    uint64 // records in the object; 0 for a gap marker
 	Bytes       uint64 // bytes stored
 	Gap         bool   // a marker for offsets Iggy deleted before the sink read them, or never had
-	Cause       string // why a gap marker's offsets are missing: CauseRetention, CauseIggyHole, CauseRecreated
+	Cause       string // why a gap marker's offsets are missing: CauseRetention, CauseIggyHole, CauseRecreated, CauseSkipped
 	Existed     bool   // the key already held the object (a repeated write)
 }
 

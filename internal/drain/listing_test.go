@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
 )
 
@@ -152,4 +154,75 @@ func (w *world) openUploads(bucket string) int {
 		w.t.Fatalf("ListMultipartUploads: %v", err)
 	}
 	return len(out.Uploads)
+}
+
+// An operator moves the consumer group past offsets the sink had not yet
+// archived (issue 21, item 10): the sink passes them over with a skip
+// marker that says why, archives what follows, and the audit accepts it
+// (it failed for good before: offsets in no object and no marker).
+func TestGroupMovedForwardIsMarkedSkipped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("moved")
+		w.produce(topic, 1, 50, 100)
+		set := w.settings("moved", topic)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		cfg := w.config(set)
+		s := w.sink(cfg, app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+		w.produce(topic, 1, 50, 100) // offsets 50..99
+
+		// The operator's move: a member of the group stores offset 79.
+		ctx := context.Background()
+		op, err := source.Open(ctx, source.Config{Address: w.iggy.Addr(), Username: w.user, Password: w.password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := op.Topic(ctx, w.stream, topic, cfg.Streams[0].ConsumerGroup)
+		if err == nil {
+			err = op.Join(ctx, tp)
+		}
+		if err == nil {
+			err = op.StoreOffset(ctx, tp, 0, 79)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = op.Leave(ctx, tp)
+		op.Close()
+
+		w.drainUntilQuiet(s, topic, 10)
+		reports := w.auditClean(s)
+		if len(reports) != 1 || reports[0].Skipped != 1 || reports[0].Messages != 70 {
+			t.Fatalf("audit: %+v; want 70 messages archived and one skip marker", reports)
+		}
+		var skips []string
+		for _, k := range w.listKeys(s, "archive/") {
+			if strings.HasSuffix(k, "."+keys.SkipExt) {
+				skips = append(skips, k)
+			}
+		}
+		if len(skips) != 1 || !strings.HasSuffix(skips[0], "_00000-00000000000000000050-00000000000000000079.skip") {
+			t.Fatalf("skip markers %v; want one for offsets 50..79", skips)
+		}
+		sent := w.sent(topic)[0]
+		seen := map[uint64]int{}
+		for _, o := range w.objects(s, "archive/") {
+			for _, r := range decode(t, "json_lines", o) {
+				if string(r.Payload) != string(sent[r.Offset].payload) {
+					t.Fatalf("offset %d: payload differs", r.Offset)
+				}
+				seen[r.Offset]++
+			}
+		}
+		for off := uint64(0); off < 100; off++ {
+			want := 1
+			if off >= 50 && off <= 79 {
+				want = 0
+			}
+			if seen[off] != want {
+				t.Fatalf("offset %d is in %d objects, want %d", off, seen[off], want)
+			}
+		}
+	})
 }

@@ -89,7 +89,7 @@ type Gap struct {
 	First     uint64 `json:"first"`
 	Last      uint64 `json:"last"`
 	MarkerKey string `json:"marker_key"`
-	// Cause is CauseRetention, CauseIggyHole or CauseRecreated.
+	// Cause is CauseRetention, CauseIggyHole, CauseRecreated or CauseSkipped.
 	Cause string `json:"cause"`
 }
 
@@ -114,11 +114,12 @@ func (p *PartitionSummary) wrote(w Written) {
 
 // GapMessages is how many offsets the run reported as gaps of messages
 // the archive lacks: deleted by retention or with the partition. Holes,
-// offsets Iggy never gave a message, are not counted (see HoleOffsets).
+// offsets Iggy never gave a message, are not counted (see HoleOffsets),
+// nor offsets passed over because the group was moved past them.
 func (p *PartitionSummary) GapMessages() uint64 {
 	var n uint64
 	for _, g := range p.Gaps {
-		if g.Cause != CauseIggyHole {
+		if g.Cause != CauseIggyHole && g.Cause != CauseSkipped {
 			n += g.Last - g.First + 1
 		}
 	}

@@ -20,12 +20,17 @@ const (
 	CauseRetention = "retention"
 	CauseIggyHole  = "iggy_hole"
 	CauseRecreated = "recreated"
+	// CauseSkipped: the consumer group's offset was moved past offsets the
+	// sink had not archived (an operator's choice); nothing was lost by
+	// the sink, and the audit accepts the marker.
+	CauseSkipped = "skipped"
 )
 
 var gapReasons = map[string]string{
 	CauseRetention: "deleted by Iggy (retention) before the sink read it",
 	CauseIggyHole:  "never written: Iggy's offsets skip these numbers (a server recovery can leave such a hole); no message is missing",
 	CauseRecreated: "deleted with the partition (it was re-created) before the sink wrote it",
+	CauseSkipped:   "passed over: the consumer group's offset was moved past them before the sink archived them",
 }
 
 // gapCause tells why offsets up to last are missing: the partition's
@@ -58,14 +63,13 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	key := c.st.Intent.ObjectKey
 	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
 	if s.gap {
-		w.Cause = CauseRetention
-		if isHoleKey(key) {
-			w.Cause = CauseIggyHole
-		}
+		w.Cause = gapCauseOf(key)
 	}
 	switch {
 	case w.Cause == CauseIggyHole:
 		c.p.log.Info("gap marker: Iggy's offsets skip these numbers (nothing is missing)", "first", s.first, "last", s.last, "marker", key)
+	case w.Cause == CauseSkipped:
+		c.p.log.Warn("skip marker: the consumer group was moved past offsets the sink had not archived; they are passed over", "first", s.first, "last", s.last, "marker", key)
 	case s.gap:
 		c.p.log.Warn("gap: Iggy deleted messages before the sink read them", "first", s.first, "last", s.last, "marker", key, "cause", w.Cause)
 	default:
@@ -244,7 +248,20 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 	return 0, false, err
 }
 
-// isGapKey reports a gap (or hole) marker's key.
-func isGapKey(key string) bool { return strings.HasSuffix(key, "."+keys.GapExt) || isHoleKey(key) }
+// isGapKey reports a gap (or hole, or skip) marker's key.
+func isGapKey(key string) bool {
+	n, ok := keys.ParseName(key)
+	return ok && n.Gap
+}
 
-func isHoleKey(key string) bool { return strings.HasSuffix(key, "."+keys.HoleExt) }
+// gapCauseOf is the cause a gap marker's key carries: a hole or a skip by
+// its extension, else retention (the marker's body may say re-created).
+func gapCauseOf(key string) string {
+	switch {
+	case strings.HasSuffix(key, "."+keys.HoleExt):
+		return CauseIggyHole
+	case strings.HasSuffix(key, "."+keys.SkipExt):
+		return CauseSkipped
+	}
+	return CauseRetention
+}

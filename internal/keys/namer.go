@@ -16,6 +16,12 @@ const GapExt = "gap"
 // recovery), so no message is missing there. Named like a gap marker.
 const HoleExt = "hole"
 
+// SkipExt is the extension of skip markers: gap markers of offsets the
+// sink passed over on purpose, because the consumer group's offset was
+// moved past them (by an operator) beyond what the sink had archived.
+// Named like a gap marker.
+const SkipExt = "skip"
+
 // VoidExt is the extension of void markers. When a run cannot re-render an
 // unfinished object (its messages are gone, or the format changed), it
 // fences the object's key with an empty object of its format, so that a
@@ -134,6 +140,13 @@ func (p PartitionNamer) Hole(first, last, tsMicros uint64) string {
 	return string(p.appendName(nil, true, first, last, tsMicros, HoleExt))
 }
 
+// Skip is the key of the marker reporting offsets first..last as passed
+// over because the consumer group was moved past them; tsMicros is the
+// server time of a message near them.
+func (p PartitionNamer) Skip(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, true, first, last, tsMicros, SkipExt))
+}
+
 // Errors is the key of the error object of the data object holding
 // offsets first..last (Object's key with the error prefix and ErrorsExt);
 // "" when the Namer names no error objects.
@@ -207,8 +220,9 @@ type Name struct {
 	// Generation is the partition's incarnation count (0 for names without "-g").
 	Generation uint32
 	// Gap is set for a gap marker (Hole too for a hole marker, which is a
-	// gap marker of offsets Iggy never had), Void for a void marker.
-	Gap, Hole, Void bool
+	// gap marker of offsets Iggy never had; Skip too for a skip marker, of
+	// offsets the group was moved past), Void for a void marker.
+	Gap, Hole, Skip, Void bool
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
 	// a void marker, the extension of the object it voids.
 	Ext string
@@ -223,19 +237,22 @@ func ParseName(key string) (Name, bool) {
 	marker := strings.HasPrefix(name, "_")
 	if marker && strings.HasSuffix(name, "."+VoidExt) {
 		n, ok := parseName(name[1 : len(name)-len(VoidExt)-1])
-		if !ok || n.Ext == GapExt || n.Ext == HoleExt {
+		if !ok || isMarkerExt(n.Ext) {
 			return Name{}, false
 		}
 		n.Void = true
 		return n, true
 	}
 	n, ok := parseName(strings.TrimPrefix(name, "_"))
-	if !ok || marker != (n.Ext == GapExt || n.Ext == HoleExt) || n.Ext == ErrorsExt {
+	if !ok || marker != isMarkerExt(n.Ext) || n.Ext == ErrorsExt {
 		return Name{}, false
 	}
-	n.Gap, n.Hole = marker, n.Ext == HoleExt
+	n.Gap, n.Hole, n.Skip = marker, n.Ext == HoleExt, n.Ext == SkipExt
 	return n, true
 }
+
+// isMarkerExt reports the extensions of gap markers (of every cause).
+func isMarkerExt(ext string) bool { return ext == GapExt || ext == HoleExt || ext == SkipExt }
 
 // ParseErrorsName reads the last path element of key as Errors renders it
 // (ParseName refuses error objects: they cover no offsets of their own).

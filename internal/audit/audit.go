@@ -86,6 +86,9 @@ type Report struct {
 	StateWritten *uint64  `json:"state_written,omitempty"`
 	Overlaps     []string `json:"overlaps,omitempty"`
 	Gaps         []string `json:"unreported_gaps,omitempty"`
+	// ErrorViolations are error objects whose records are archived twice
+	// (their data key was voided and the range read again).
+	ErrorViolations []string `json:"error_violations,omitempty"`
 	// Notes are findings that are not violations, e.g. objects written
 	// beyond the committed offset by a run that died before committing.
 	Notes []string `json:"notes,omitempty"`
@@ -94,7 +97,9 @@ type Report struct {
 }
 
 // OK reports whether the partition holds the guarantee.
-func (r *Report) OK() bool { return len(r.Overlaps) == 0 && len(r.Gaps) == 0 }
+func (r *Report) OK() bool {
+	return len(r.Overlaps) == 0 && len(r.Gaps) == 0 && len(r.ErrorViolations) == 0
+}
 
 // Progress is how far a Check has come, for a progress line on long
 // listings.
@@ -168,8 +173,17 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 			return reports, err
 		}
 		reps := verifyGenerations(p, ranges, voided)
+		voidedRanges := map[uint32]map[[2]uint64]bool{}
+		for _, r := range ranges {
+			if voided[r.Key] {
+				if voidedRanges[r.Generation] == nil {
+					voidedRanges[r.Generation] = map[[2]uint64]bool{}
+				}
+				voidedRanges[r.Generation][[2]uint64{r.First, r.Last}] = true
+			}
+		}
 		for i := range reps {
-			checkErrors(&reps[i], errs[reps[i].Generation])
+			checkErrors(&reps[i], errs[reps[i].Generation], voidedRanges[reps[i].Generation])
 		}
 		reports = append(reports, reps...)
 	}
@@ -199,8 +213,10 @@ func listErrors(ctx context.Context, l Lister, names *keys.Namer, p Partition) (
 
 // checkErrors counts a generation's error objects; one whose range is no
 // data object's is noted (its records' offsets are not in that object).
-func checkErrors(rep *Report, errs []Range) {
-	rep.ErrorObjects = len(errs)
+// One whose data key was voided fails the audit: the range was read again,
+// so its records are in the range's next error objects too. An empty one
+// there is the void's fence of the error key, no error object.
+func checkErrors(rep *Report, errs []Range, voided map[[2]uint64]bool) {
 	data := map[[2]uint64]bool{}
 	for _, r := range rep.Ranges {
 		if !r.Gap {
@@ -208,9 +224,16 @@ func checkErrors(rep *Report, errs []Range) {
 		}
 	}
 	for _, e := range errs {
-		if !data[[2]uint64{e.First, e.Last}] {
+		rng := [2]uint64{e.First, e.Last}
+		switch {
+		case voided[rng] && e.Size == 0:
+			continue // the fence
+		case voided[rng]:
+			rep.ErrorViolations = append(rep.ErrorViolations, fmt.Sprintf("error object %s (%d..%d) belongs to a voided data key: its records were archived again with the range's next objects", e.Key, e.First, e.Last))
+		case !data[rng]:
 			rep.Notes = append(rep.Notes, fmt.Sprintf("error object %s (%d..%d) has no data object of the same range", e.Key, e.First, e.Last))
 		}
+		rep.ErrorObjects++
 	}
 }
 
@@ -383,6 +406,9 @@ func Write(w io.Writer, reports []Report) error {
 		}
 		for _, s := range r.Gaps {
 			fmt.Fprintf(w, "     gap: %s\n", s)
+		}
+		for _, s := range r.ErrorViolations {
+			fmt.Fprintf(w, "     error object: %s\n", s)
 		}
 		for _, s := range r.Notes {
 			fmt.Fprintf(w, "     note: %s\n", s)

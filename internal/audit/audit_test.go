@@ -151,3 +151,42 @@ func TestCheckCountsErrorObjects(t *testing.T) {
 		})
 	}
 }
+
+// An error object whose data key was voided fails the audit: its range was
+// read again, so its records are in the next error objects too (issue 21,
+// item 9). The empty error object a void leaves as the error key's fence is
+// no error object.
+func TestErrorObjectOfAVoidedKeyFails(t *testing.T) {
+	tp, err := keys.ParseTemplate("{stream}/{topic}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := keys.NewNamer("arch", tp, "jsonl").WithErrors("arch/_errors")
+	pn := names.Partition("s", "t", 1)
+	voidedKey := pn.Object(0, 59, 0)
+	marker, _ := keys.VoidMarker(voidedKey)
+	for _, tc := range []struct {
+		name    string
+		errSize int64
+		ok      bool
+	}{{"the fence", 0, true}, {"records", 120, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listing{
+				voidedKey: 0, marker: 1, pn.Errors(0, 59, 0): tc.errSize,
+				pn.Object(0, 29, 0): 30, pn.Errors(0, 29, 0): 40, pn.Object(30, 59, 0): 30,
+			}
+			reports, err := Check(context.Background(), l, names, []Partition{{Stream: "s", Topic: "t", Partition: 1, Committed: u(59)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := reports[0]
+			if r.OK() != tc.ok || (tc.ok && r.ErrorObjects != 1) || (!tc.ok && len(r.ErrorViolations) != 1) {
+				t.Fatalf("report %+v; want OK %v", r, tc.ok)
+			}
+			var out strings.Builder
+			if err := Write(&out, reports); err != nil || tc.ok == strings.Contains(out.String(), "belongs to a voided data key") {
+				t.Fatalf("written report %q", out.String())
+			}
+		})
+	}
+}

@@ -1,17 +1,25 @@
 package drain_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
 )
@@ -224,5 +232,160 @@ func TestGroupMovedForwardIsMarkedSkipped(t *testing.T) {
 				t.Fatalf("offset %d is in %d objects, want %d", off, seen[off], want)
 			}
 		}
+	})
+}
+
+// A data object in S3 has its error object beside it (issue 21, item 8):
+// the first run's error object writes fail, then retention deletes most of
+// the range before the next run can render it again. With the data object
+// written first, the next run kept it alone and the rejected records were
+// lost with a clean audit; the error object is written first now.
+func TestDataObjectNeverWithoutItsErrorObject(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		broker := w.hooks(t) // retention: DeleteBelow
+		topic := uniqueName("errfirst")
+		w.produceWith(topic, 1, 60, errorPayload)
+		set := w.settings("errfirst", topic)
+		set["SINK_INVALID_PAYLOAD"] = "error_object"
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
+		set["SINK_MAX_ATTEMPTS"] = "1"
+		refuseErrors := func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/_errors/")
+		}
+		proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: refuseErrors})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		set["SINK_ENDPOINT"] = proxy.URL()
+		if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
+			t.Fatal("the run whose error objects were refused succeeded")
+		}
+		if err := broker.DeleteBelow(w.stream, topic, 0, 50); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // the failed run's lease lapses
+
+		set["SINK_ENDPOINT"] = w.s3.Endpoint
+		s := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+		all := map[string]bool{}
+		for _, k := range w.listKeys(s, "archive/") {
+			all[k] = true
+		}
+		names := keys.NewNamer(s.Config.Plugin.Prefix, s.Config.Plugin.Template, "jsonl").WithErrors(s.Config.Plugin.ErrorsPrefix())
+		checked := 0
+		for _, o := range w.objects(s, "archive/"+w.stream+"/") {
+			if o.stored == 0 {
+				continue // a fence
+			}
+			rejected := 0
+			for n := o.first; n <= o.last; n++ {
+				if n%7 == 6 || n%21 == 20 {
+					rejected++
+				}
+			}
+			ekey, _ := names.ErrorsKey(o.key)
+			if rejected > 0 && !all[ekey] {
+				t.Fatalf("data object %s holds offsets of %d rejected records, but its error object %s is not there", o.key, rejected, ekey)
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Fatal("no data object to check")
+		}
+		w.auditClean(s)
+	})
+}
+
+// A stale writer whose data key was voided must not still write its error
+// object (issue 21, item 9): the run that voids the key fences the error
+// key too, and each rejected record is in exactly one error object.
+func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		broker := w.hooks(t)
+		topic := uniqueName("stalerr")
+		w.produceWith(topic, 1, 100, errorPayload)
+		set := w.settings("stalerr", topic)
+		set["SINK_INVALID_PAYLOAD"] = "error_object"
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "60"
+		cfg := w.config(set)
+		frozen, renewals, entered := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		freeze := stepFunc(func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepMidUpload {
+				once.Do(func() { close(entered); <-frozen })
+			}
+			return nil
+		})
+		stale := w.sink(cfg, app.Options{Hooks: []drain.Hook{freeze}, State: &freezable{w.stateStore(cfg.Plugin.StateTable), renewals}})
+		puts := &putWatcher{ObjectStore: stale.Objects, errs: map[string]error{}}
+		stale.Objects = puts
+		staleDone := make(chan struct{})
+		go func() {
+			_, _ = stale.Run(context.Background())
+			close(staleDone)
+		}()
+		<-entered
+		broker.DropConnections()
+		time.Sleep(cfg.Plugin.LeaseDuration + 200*time.Millisecond)
+		if err := broker.DeleteBelow(w.stream, topic, 0, 30); err != nil { // the stale range cannot be rendered again
+			t.Fatal(err)
+		}
+		fresh := w.sink(cfg, app.Options{})
+		w.drainUntilQuiet(fresh, topic, 10)
+		close(frozen)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			puts.mu.Lock()
+			n := len(puts.errs)
+			puts.mu.Unlock()
+			if n > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		close(renewals)
+		<-staleDone
+
+		names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, "jsonl").WithErrors(cfg.Plugin.ErrorsPrefix())
+		voided := w.voidedKeys(fresh, "archive/"+w.stream+"/")
+		if len(voided) != 1 {
+			t.Fatalf("voided keys %v, want the stale intent's", voided)
+		}
+		ekey, _ := names.ErrorsKey(voided[0])
+		if body, err := fresh.Objects.Get(context.Background(), ekey); err != nil || len(body) != 0 {
+			t.Fatalf("the voided key's error object %s holds %d bytes (%v); want the empty fence", ekey, len(body), err)
+		}
+		if err, ok := puts.errs[ekey]; ok && !errors.Is(err, s3store.ErrConflict) {
+			t.Fatalf("the stale run's error object write returned %v, want a conflict with the fence", err)
+		}
+		seen := map[uint64]int{}
+		for _, k := range w.listKeys(fresh, "archive/_errors/") {
+			body, err := fresh.Objects.Get(context.Background(), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var rec struct{ Offset uint64 }
+				if err := json.Unmarshal(line, &rec); err != nil {
+					t.Fatalf("%s: %v", k, err)
+				}
+				seen[rec.Offset]++
+			}
+		}
+		for n := uint64(30); n < 100; n++ {
+			want := 0
+			if n%7 == 6 || n%21 == 20 {
+				want = 1
+			}
+			if seen[n] != want {
+				t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
+			}
+		}
+		w.auditClean(fresh)
 	})
 }

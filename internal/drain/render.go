@@ -57,10 +57,12 @@ func (c *committer) stream(ctx context.Context, key string, first, last uint64) 
 	return res, el, err
 }
 
-// streamErrors renders first..last again for its error object alone (its
-// lines outgrew KeepLimit) and streams that to key.
+// streamErrors renders first..last for its error object alone and streams
+// that to key; nothing is written when no record is rejected.
 func (c *committer) streamErrors(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
-	return c.p.r.Objects.Stream(ctx, errorsObject(key), func(dst io.Writer) error {
+	obj := errorsObject(key)
+	obj.OmitEmpty = true
+	return c.p.r.Objects.Stream(ctx, obj, func(dst io.Writer) error {
 		ow, err := batch.NewObjectWriter(io.Discard, c.enc, batch.CompressionNone)
 		if err != nil {
 			return err

@@ -91,13 +91,6 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 			// again).
 			c.ps.InvalidPayloads += el.invalid
 		}
-		var ce *s3store.ConflictError
-		if err != nil && !errors.As(err, &ce) {
-			return err
-		}
-		if eerr := c.writeErrors(ctx, key, s, el); eerr != nil {
-			return eerr
-		}
 		return err
 	})
 	c.ps.Retries += uint64(res.Retries)
@@ -113,10 +106,18 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	return w, err
 }
 
-// writeData writes s's data object: from its accumulator when it was
-// built in memory, else re-read from Iggy and streamed.
+// writeData writes s's error object, when records were rejected to one,
+// and then its data object: from its accumulator when it was built in
+// memory, else re-read from Iggy and streamed. The error object goes first
+// so that a data object in S3 always has its error object beside it: a run
+// that cannot render the range again (retention, a format change) keeps a
+// data object it finds as it is (issue 21, item 8). An error object that
+// already holds other bytes is kept and reported, like a data object.
 func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3store.Result, errorLines, error) {
 	if s.acc == nil || s.acc.Spilled() {
+		if err := c.streamErrorsFirst(ctx, key, s); err != nil {
+			return s3store.Result{}, errorLines{}, err
+		}
 		return c.stream(ctx, key, s.first, s.last)
 	}
 	if err := c.p.hook(StepMidUpload); err != nil {
@@ -129,17 +130,46 @@ func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3sto
 	el := errorLines{body: errs, kept: true}
 	if len(errs) > 0 {
 		el.rejected = bytes.Count(errs, []byte{'\n'})
+		ekey, err := c.errorsKey(key, s)
+		if err != nil {
+			return s3store.Result{}, el, err
+		}
+		_, err = c.p.r.Objects.Put(ctx, errorsObject(ekey), errs)
+		if err := c.errorsWritten(ekey, key, el.rejected, err); err != nil {
+			return s3store.Result{}, el, err
+		}
 	}
 	res, err := c.put(ctx, key, data)
 	return res, el, err
 }
 
-// writeErrors writes the error object of the data object at dataKey, if
-// any record was rejected to it.
-func (c *committer) writeErrors(ctx context.Context, dataKey string, s *sealed, el errorLines) error {
-	if el.rejected == 0 {
+// streamErrorsFirst writes the error object of a streamed data object
+// before it, by a render of its own that writes only the rejected records
+// (nothing when there are none). Only under invalid_payload =
+// "error_object": the error prefix is configured then.
+func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, s *sealed) error {
+	if !c.errorObjects() {
 		return nil
 	}
+	ekey, err := c.errorsKey(dataKey, s)
+	if err != nil {
+		return err
+	}
+	res, err := c.streamErrors(ctx, ekey, s.first, s.last)
+	if res.Bytes == 0 && err == nil {
+		return nil
+	}
+	return c.errorsWritten(ekey, dataKey, -1, err)
+}
+
+// errorObjects reports whether rejected records go to error objects
+// (invalid_payload = "error_object").
+func (c *committer) errorObjects() bool {
+	return c.p.r.Options.Records.InvalidPayload == "error_object"
+}
+
+// errorsKey is the key of the error object of the data object at dataKey.
+func (c *committer) errorsKey(dataKey string, s *sealed) (string, error) {
 	key, ok := c.p.r.Options.Names.ErrorsKey(dataKey)
 	if !ok {
 		var ts uint64
@@ -149,14 +179,15 @@ func (c *committer) writeErrors(ctx context.Context, dataKey string, s *sealed, 
 		key = c.names.Errors(s.first, s.last, ts)
 	}
 	if key == "" {
-		return fmt.Errorf("%d records of %s were rejected to an error object, but no error prefix is configured (drain.Options.Names needs WithErrors)", el.rejected, dataKey)
+		return "", fmt.Errorf("records of %s were rejected to an error object, but no error prefix is configured (drain.Options.Names needs WithErrors)", dataKey)
 	}
-	var err error
-	if el.kept {
-		_, err = c.p.r.Objects.Put(ctx, errorsObject(key), el.body)
-	} else {
-		_, err = c.streamErrors(ctx, key, s.first, s.last)
-	}
+	return key, nil
+}
+
+// errorsWritten settles the write of an error object: a conflict (other
+// bytes already there, rendered by another configuration) is kept and
+// reported; records < 0 means not counted.
+func (c *committer) errorsWritten(key, dataKey string, records int, err error) error {
 	var ce *s3store.ConflictError
 	if errors.As(err, &ce) {
 		c.ps.Conflicts++
@@ -165,7 +196,11 @@ func (c *committer) writeErrors(ctx context.Context, dataKey string, s *sealed, 
 		return nil
 	}
 	if err == nil {
-		c.p.log.Info("records that could not be written went to an error object", "key", key, "records", el.rejected, "object", dataKey)
+		attrs := []any{"key", key, "object", dataKey}
+		if records >= 0 {
+			attrs = append(attrs, "records", records)
+		}
+		c.p.log.Info("records that could not be written went to an error object", attrs...)
 	}
 	return err
 }
@@ -238,6 +273,9 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 	if err != nil {
 		return 0, false, err
 	}
+	if err := c.fenceErrors(ctx, in); err != nil {
+		return 0, false, err
+	}
 	mk, _ := keys.VoidMarker(in.ObjectKey)
 	c.p.log.Warn("an unfinished object cannot be rewritten; its key is voided and its offsets read again",
 		"key", in.ObjectKey, "first", in.First, "last", in.Last, "marker", mk)
@@ -246,6 +284,30 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 		err = nil
 	}
 	return 0, false, err
+}
+
+// fenceErrors fences the error object key of a voided data key with an
+// empty error object, create-only, so that a stalled writer cannot still
+// put the records of a range that is read again (issue 21, item 9). One
+// that is already there (its writer died before the data object, and the
+// range cannot be rendered again) holds records that the range's next
+// objects repeat: that is logged as an error, and the audit fails it.
+func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
+	if !c.errorObjects() {
+		return nil
+	}
+	key, ok := c.p.r.Options.Names.ErrorsKey(in.ObjectKey)
+	if !ok {
+		return nil
+	}
+	_, err := c.p.r.Objects.Put(ctx, errorsObject(key), nil)
+	var ce *s3store.ConflictError
+	if errors.As(err, &ce) {
+		c.p.log.Error("an error object exists for an unfinished object whose key is voided: its records are written again with the range's next objects (the audit reports the error object)",
+			"key", key, "object", in.ObjectKey, "stored_bytes", ce.ExistingSize)
+		return nil
+	}
+	return err
 }
 
 // isGapKey reports a gap (or hole, or skip) marker's key.

@@ -16,7 +16,7 @@ import (
 // only if it holds exactly the bytes written, else a *ConflictError. On any
 // failure — write's error, a part failing for good, ctx ending — the
 // multipart upload is aborted (within CleanupTimeout) so no orphaned parts
-// remain.
+// remain. With obj.OmitEmpty an empty body writes nothing.
 func (u *Uploader) Stream(ctx context.Context, obj Object, write func(w io.Writer) error) (Result, error) {
 	if err := u.check(obj.Key); err != nil {
 		return Result{}, err
@@ -33,6 +33,9 @@ func (u *Uploader) Stream(ctx context.Context, obj Object, write func(w io.Write
 	if s.m == nil {
 		if werr != nil {
 			return Result{}, wrapKey(obj.Key, werr)
+		}
+		if obj.OmitEmpty && len(s.cur) == 0 {
+			return Result{}, nil
 		}
 		return u.putSingle(ctx, obj, s.cur)
 	}

@@ -436,3 +436,21 @@ func TestNewClientPathStyle(t *testing.T) {
 		})
 	}
 }
+
+// Stream with OmitEmpty writes nothing for an empty body, and the body
+// when there is one.
+func TestStreamOmitEmpty(t *testing.T) {
+	f := newFake()
+	u := New(f, Options{Bucket: "b", Sleep: noSleep})
+	res, err := u.Stream(context.Background(), Object{Key: "empty", OmitEmpty: true}, func(io.Writer) error { return nil })
+	if err != nil || res != (Result{}) || len(f.calls) != 0 {
+		t.Fatalf("empty: %+v, %v, calls %v; want nothing sent", res, err, f.calls)
+	}
+	res, err = u.Stream(context.Background(), Object{Key: "full", OmitEmpty: true}, func(w io.Writer) error {
+		_, err := w.Write([]byte("x"))
+		return err
+	})
+	if err != nil || res.Bytes != 1 || string(f.objects["full"]) != "x" {
+		t.Fatalf("full: %+v, %v", res, err)
+	}
+}

@@ -69,6 +69,9 @@ type Options struct {
 // Object names an object and the headers it is stored with.
 type Object struct {
 	Key, ContentType, ContentEncoding string
+	// OmitEmpty: Stream writes nothing when the body is empty (Result is
+	// zero), for an object that exists only when it has content.
+	OmitEmpty bool
 }
 
 // Result describes one finished upload.

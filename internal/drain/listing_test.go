@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
@@ -387,5 +389,75 @@ func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
 			}
 		}
 		w.auditClean(fresh)
+	})
+}
+
+// A voided key is never reused (issue 21, item 3): a run on json_lines dies
+// mid-upload; a run on json_array (a deploy, or a stray poller) cannot
+// render the intent in its format, voids the key, reads the range again
+// and dies too; a run on json_lines again voids that one and renders the
+// range to the first key — whose fence it met and took for the object, so
+// offsets 0..9 were in no object, with the audit clean. The range goes
+// under the key's next revision now.
+func TestVoidedKeyIsNeverReused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("flip")
+		w.produce(topic, 1, 30, 100)
+		configFor := func(format string) *config.Config {
+			set := w.settings("flip", topic)
+			set["SINK_OUTPUT_FORMAT"] = format
+			set["SINK_FILE_ROTATION"] = "messages"
+			set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
+			return w.config(set)
+		}
+		lines, array := configFor("json_lines"), configFor("json_array")
+		for _, cfg := range []*config.Config{lines, array} {
+			var fired atomic.Bool
+			crashing := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
+				if s == drain.StepMidUpload && fired.CompareAndSwap(false, true) {
+					return errors.New("injected")
+				}
+				return nil
+			})})
+			if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+				t.Fatalf("crashing run on %s: %v", cfg.Plugin.OutputFormat, err)
+			}
+			time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond)
+		}
+		s := w.sink(lines, app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+
+		voided := map[string]bool{}
+		for _, k := range w.voidedKeys(s, "archive/") {
+			voided[k] = true
+		}
+		if len(voided) != 2 {
+			t.Fatalf("voided keys %v; want the json_lines and the json_array key of 0..9", voided)
+		}
+		seen := map[uint64]int{}
+		revised := false
+		for _, o := range w.objects(s, "archive/") {
+			if voided[o.key] {
+				continue
+			}
+			n, _ := keys.ParseName(o.key)
+			revised = revised || n.Revision > 0
+			format := "json_lines"
+			if strings.HasSuffix(o.key, ".json") {
+				format = "json_array"
+			}
+			for _, r := range decode(t, format, o) {
+				seen[r.Offset]++
+			}
+		}
+		for off := uint64(0); off < 30; off++ {
+			if seen[off] != 1 {
+				t.Fatalf("offset %d is in %d objects, want 1", off, seen[off])
+			}
+		}
+		if !revised {
+			t.Fatal("no object went under a revised key")
+		}
+		w.auditClean(s)
 	})
 }

@@ -60,6 +60,29 @@ func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
 // same bytes again.
 func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	defer s.done()
+	for revisions := 0; ; revisions++ {
+		w, err := c.uploadOnce(ctx, s)
+		if !errors.Is(err, errBurnt) || revisions == maxRevisions {
+			return w, err
+		}
+		if err := c.nextRevision(ctx); err != nil {
+			return w, err
+		}
+	}
+}
+
+// errBurnt marks an upload that met the fence of a voided key.
+var errBurnt = errors.New("the object's key was voided")
+
+// maxRevisions bounds the keys one range tries (each voided key is a
+// format change and its undoing, or a stray run on another configuration).
+const maxRevisions = 100
+
+// uploadOnce writes s under the intent's key. An object already there with
+// other bytes holds the same offsets and is kept — unless it is the fence
+// of a voided key (errBurnt): a voided key is never reused (issue 21, item
+// 3), since the fence holds no records.
+func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) {
 	key := c.st.Intent.ObjectKey
 	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
 	if s.gap {
@@ -96,6 +119,16 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 	c.ps.Retries += uint64(res.Retries)
 	w.Bytes, w.Existed = uint64(res.Bytes), res.Existed
 	var ce *s3store.ConflictError
+	if errors.As(err, &ce) && !s.gap {
+		mk, _ := keys.VoidMarker(key)
+		_, voided, herr := c.p.r.Objects.Head(ctx, mk)
+		if herr != nil {
+			return w, fmt.Errorf("%s exists with other bytes; looking for its void marker: %w", key, herr)
+		}
+		if voided {
+			return w, fmt.Errorf("%w: %s", errBurnt, key)
+		}
+	}
 	if errors.As(err, &ce) {
 		c.ps.Conflicts++
 		c.p.log.Warn("the object already exists with other bytes; kept as it is (same offsets, rendered by another configuration or run)",
@@ -104,6 +137,29 @@ func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
 		return w, nil
 	}
 	return w, err
+}
+
+// nextRevision moves the unfinished intent to the next revision of its
+// key: the intent is abandoned and recorded again, two writes (a crash in
+// between reads the range again, renders it to the voided key and comes
+// back here).
+func (c *committer) nextRevision(ctx context.Context) error {
+	in := *c.st.Intent
+	next, ok := keys.NextRevision(in.ObjectKey)
+	if !ok {
+		return fmt.Errorf("%w: %s has no next revision", errBurnt, in.ObjectKey)
+	}
+	c.p.log.Warn("the object's key was voided earlier and is never reused: the range goes under the next revision of its name",
+		"key", in.ObjectKey, "revision", next, "first", in.First, "last", in.Last)
+	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
+	}); err != nil {
+		return err
+	}
+	in.ObjectKey = next
+	return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return c.p.r.State.SetIntent(ctx, st, in, c.p.r.Options.Lease)
+	})
 }
 
 // writeData writes s's error object, when records were rejected to one,

@@ -383,3 +383,32 @@ func TestMatcherHoldsOnlyThePartitionsKeys(t *testing.T) {
 		})
 	}
 }
+
+// NextRevision names the same range in the same folder, one revision on,
+// and ParseName reads every form back.
+func TestNextRevision(t *testing.T) {
+	for _, tc := range []struct{ key, want string }{
+		{"a/b/00003-00000000000000000010-00000000000000000019.jsonl", "a/b/00003-00000000000000000010-00000000000000000019-r1.jsonl"},
+		{"a/00003-00000000000000000010-00000000000000000019-g2.json.gz", "a/00003-00000000000000000010-00000000000000000019-g2-r1.json.gz"},
+		{"00003-00000000000000000010-00000000000000000019-g2-r9.parquet", "00003-00000000000000000010-00000000000000000019-g2-r10.parquet"},
+	} {
+		got, ok := NextRevision(tc.key)
+		if !ok || got != tc.want {
+			t.Errorf("NextRevision(%q) = %q, %v; want %q", tc.key, got, ok, tc.want)
+		}
+		n, ok := ParseName(got)
+		m, _ := ParseName(tc.key)
+		if !ok || n.Revision != m.Revision+1 || n.First != 10 || n.Last != 19 || n.Generation != m.Generation || n.Ext != m.Ext {
+			t.Errorf("ParseName(%q) = %+v, %v", got, n, ok)
+		}
+	}
+	for _, bad := range []string{"00003-00000000000000000010-00000000000000000019-r0.jsonl", "00003-00000000000000000010-00000000000000000019-r01.jsonl",
+		"00003-00000000000000000010-00000000000000000019-r1-g2.jsonl", "_00003-00000000000000000010-00000000000000000019.gap"} {
+		if n, ok := ParseName(bad); ok && !n.Gap {
+			t.Errorf("ParseName(%q) accepted a non-canonical data name: %+v", bad, n)
+		}
+		if _, ok := NextRevision(bad); ok {
+			t.Errorf("NextRevision(%q) accepted it", bad)
+		}
+	}
+}

@@ -219,6 +219,9 @@ type Name struct {
 	First, Last uint64
 	// Generation is the partition's incarnation count (0 for names without "-g").
 	Generation uint32
+	// Revision counts the keys a range had because earlier ones were
+	// voided (0 for names without "-r"; see NextRevision).
+	Revision uint32
 	// Gap is set for a gap marker (Hole too for a hole marker, which is a
 	// gap marker of offsets Iggy never had; Skip too for a skip marker, of
 	// offsets the group was moved past), Void for a void marker.
@@ -265,7 +268,7 @@ func ParseErrorsName(key string) (Name, bool) {
 	return n, true
 }
 
-// parseName reads "<partition>-<first:020>-<last:020>[-g<generation>].<ext>".
+// parseName reads "<partition>-<first:020>-<last:020>[-g<generation>][-r<revision>].<ext>".
 func parseName(name string) (Name, bool) {
 	dash := strings.IndexByte(name, '-')
 	if dash < 5 {
@@ -287,24 +290,57 @@ func parseName(name string) (Name, bool) {
 	}
 	n := Name{Partition: uint32(p), First: f, Last: l}
 	rest = rest[41:]
-	if strings.HasPrefix(rest, "-g") {
-		dot := strings.IndexByte(rest, '.')
-		if dot < 0 {
-			return Name{}, false
-		}
-		g, ok := parseDigits(rest[2:dot])
-		// Canonical only: no leading zero, and generation 0 has no suffix.
-		if !ok || g == 0 || g > math.MaxUint32 || rest[2] == '0' {
-			return Name{}, false
-		}
-		n.Generation = uint32(g)
-		rest = rest[dot:]
+	var ok3 bool
+	if n.Generation, rest, ok3 = suffixNumber(rest, "-g"); !ok3 {
+		return Name{}, false
+	}
+	if n.Revision, rest, ok3 = suffixNumber(rest, "-r"); !ok3 {
+		return Name{}, false
 	}
 	if len(rest) < 2 || rest[0] != '.' {
 		return Name{}, false
 	}
 	n.Ext = rest[1:]
 	return n, true
+}
+
+// suffixNumber reads an optional "<tag><number>" at the start of rest, up
+// to the next '-' or '.': canonical only (no leading zero, never 0, since
+// 0 is written as no suffix).
+func suffixNumber(rest, tag string) (uint32, string, bool) {
+	if !strings.HasPrefix(rest, tag) {
+		return 0, rest, true
+	}
+	end := strings.IndexAny(rest[len(tag):], "-.")
+	if end < 0 {
+		return 0, rest, false
+	}
+	digits := rest[len(tag) : len(tag)+end]
+	v, ok := parseDigits(digits)
+	if !ok || v == 0 || v > math.MaxUint32 || digits[0] == '0' {
+		return 0, rest, false
+	}
+	return uint32(v), rest[len(tag)+end:], true
+}
+
+// NextRevision returns the key of the next revision of the data object at
+// key: same folder, range and generation, "-r<n+1>" added (replacing
+// "-r<n>"). A voided key is never written again (its fence holds it), so a
+// range that is read again after its key was voided and renders to that
+// same key goes under the next revision instead. False for a key that is
+// not a data object's.
+func NextRevision(key string) (string, bool) {
+	i := strings.LastIndexByte(key, '/') + 1
+	n, ok := ParseName(key)
+	if !ok || n.Gap || n.Void || n.Revision == math.MaxUint32 {
+		return "", false
+	}
+	b := appendFileName([]byte(key[:i]), n.Partition, n.First, n.Last)
+	if n.Generation > 0 {
+		b = strconv.AppendUint(append(b, "-g"...), uint64(n.Generation), 10)
+	}
+	b = strconv.AppendUint(append(b, "-r"...), uint64(n.Revision)+1, 10)
+	return string(append(append(b, '.'), n.Ext...)), true
 }
 
 // VoidMarker returns the key of the void marker for the data object at key,

@@ -242,19 +242,24 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	return c.complete(ctx, gap, w, nil)
 }
 
-// groupAhead handles a group offset beyond the state's position. Either
-// the state is behind (a restored table): the objects up to the group's
-// offset are in S3, and are adopted; or the group was moved forward past
-// what the sink archived (an operator, or another consumer sharing the
-// group): the offsets no object holds are passed over with a skip marker,
-// so that the archive says why they are missing and the audit accepts it
-// (issue 21, item 10).
+// groupAhead handles a group offset beyond the state's position (or a
+// state with nothing written). Either the state is behind (a new or
+// restored table): the objects up to the group's offset are in S3, and are
+// adopted; or the group was moved forward past what the sink archived (an
+// operator, another consumer sharing the group, or a group the sink was
+// pointed at that had consumed before): the offsets no object holds are
+// passed over with a skip marker, so that the archive says where archiving
+// began and why the rest is missing, and the audit accepts it (issue 21,
+// items 10 and 11).
 func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
 	end, found, err := c.adopt(ctx)
 	if err != nil {
 		return 0, err
 	}
-	from := c.st.LastWritten + 1
+	from := uint64(0)
+	if c.st.HasWritten {
+		from = c.st.LastWritten + 1
+	}
 	if found {
 		if err := c.skipTo(ctx, end); err != nil {
 			return 0, err
@@ -275,7 +280,15 @@ func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
 	if err := c.complete(ctx, skip, w, nil); err != nil {
 		return 0, err
 	}
-	return c.stored + 1, nil
+	// Objects may follow the group's offset: a restored table whose older
+	// objects a lifecycle rule expired.
+	if end, found, err = c.adopt(ctx); err != nil || !found {
+		return c.stored + 1, err
+	}
+	if err := c.skipTo(ctx, end); err != nil {
+		return 0, err
+	}
+	return end + 1, c.storeOffset(ctx, end)
 }
 
 // timestampNear is the server time of the message at off (or the next
@@ -340,12 +353,8 @@ func (c *committer) position(ctx context.Context) (uint64, error) {
 		return lw + 1, c.storeOffset(ctx, lw)
 	case has && c.stored == lw:
 		return lw + 1, nil
-	case has:
-		return c.groupAhead(ctx)
 	case c.hasStored:
-		if err := c.skipTo(ctx, c.stored); err != nil {
-			return 0, err
-		}
+		return c.groupAhead(ctx)
 	}
 	end, found, err := c.adopt(ctx)
 	if err != nil || !found {

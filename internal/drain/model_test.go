@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
 	"github.com/klauspost/compress/gzip"
@@ -31,7 +33,11 @@ import (
 // any step, stalled past their lease, cut by a deadline; S3 and DynamoDB
 // replies lost (applied, then an error) or requests failed (not applied);
 // retention deleting messages; the format, compression and rotation
-// changing between rounds; the topic deleted and re-created. Each schedule
+// changing between rounds, and changing back to an earlier one; the topic
+// deleted and re-created; a second topic added to the configuration later,
+// under time-first path templates that list both topics under one prefix;
+// an operator moving the consumer group past unarchived offsets; the state
+// table replaced by an empty one (issue 21's schedule classes). Each schedule
 // then runs to quiescence and must hold the guarantee: every offset of every
 // partition in exactly one object or gap marker, per incarnation, with the
 // right payload, and a clean audit.
@@ -93,7 +99,18 @@ type model struct {
 	// deletedBelow[p] is where retention cut partition p (this incarnation).
 	retired      [][][]sent
 	deletedBelow []uint64
-	log          []string // what the schedule did, printed on failure
+	// movedTo[p] is the highest offset an operator moved the group to in
+	// partition p (this incarnation): skip markers may reach it.
+	movedTo []uint64
+	// second is the topic added to the configuration in a later round
+	// ("" until then); it is never deleted, cut by retention or moved.
+	second  string
+	configs []map[string]string // earlier configurations, for flip-backs
+	// tableReplaced: the state table was swapped for an empty one; the
+	// topic is then never re-created (issue 21, item 2 is open: a fresh
+	// item adopts an earlier incarnation's objects).
+	tableReplaced bool
+	log           []string // what the schedule did, printed on failure
 }
 
 const modelLease = time.Second // config.MinLeaseDuration
@@ -105,6 +122,7 @@ func newModel(t *testing.T, seed uint64) *model {
 	m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), w: w, topic: "model"}
 	m.parts = 1 + m.rng.IntN(8)
 	m.deletedBelow = make([]uint64, m.parts)
+	m.movedTo = make([]uint64, m.parts)
 	m.ddb = newDynamoProxy(t, w.dynamoURL, seed)
 	w.dynamoURL = m.ddb.url
 	m.set = w.settings(fmt.Sprintf("model-%d", seed), m.topic)
@@ -112,6 +130,13 @@ func newModel(t *testing.T, seed uint64) *model {
 	m.set["SINK_DEADLINE_MARGIN"] = "20ms"
 	m.set["SINK_BATCH_LENGTH"] = strconv.Itoa(5 + m.rng.IntN(40))
 	m.set["SINK_MAX_ATTEMPTS"] = "3"
+	switch m.rng.IntN(4) {
+	case 0:
+		m.set["SINK_PATH_TEMPLATE"] = "dt={date}/{stream}/{topic}"
+	case 1:
+		m.set["SINK_PATH_TEMPLATE"] = "{stream}/{date}/{topic}"
+	}
+	m.note("path template %q", m.set["SINK_PATH_TEMPLATE"])
 	m.reconfigure()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -128,8 +153,27 @@ func (m *model) note(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf(format, args...))
 }
 
-// reconfigure draws a format, compression and rotation for the next runs.
+// configKeys are what reconfigure draws.
+var configKeys = []string{"SINK_OUTPUT_FORMAT", "SINK_COMPRESSION", "SINK_PARQUET_COMPRESSION", "SINK_FILE_ROTATION", "SINK_MAX_MESSAGES_PER_FILE", "SINK_MAX_FILE_SIZE"}
+
+// reconfigure draws a format, compression and rotation for the next runs;
+// half the time after the first, it goes back to an earlier one (a
+// rollback, or a stray poller on the old configuration).
 func (m *model) reconfigure() {
+	if len(m.configs) > 0 && m.rng.IntN(2) == 0 {
+		old := m.configs[m.rng.IntN(len(m.configs))]
+		for _, k := range configKeys {
+			if v, ok := old[k]; ok {
+				m.set[k] = v
+			} else {
+				delete(m.set, k)
+			}
+		}
+		m.keep, _ = strconv.ParseInt(old["keep"], 10, 64)
+		m.note("config back to %s/%s%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.set["SINK_PARQUET_COMPRESSION"], m.rotation(), m.keep)
+		return
+	}
+	defer m.remember()
 	m.set["SINK_OUTPUT_FORMAT"] = []string{"json_lines", "json_array", "raw", "parquet"}[m.rng.IntN(4)]
 	m.set["SINK_COMPRESSION"] = []string{"none", "gzip", "zstd"}[m.rng.IntN(3)]
 	delete(m.set, "SINK_PARQUET_COMPRESSION")
@@ -152,6 +196,17 @@ func (m *model) reconfigure() {
 	m.note("config %s/%s%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.set["SINK_PARQUET_COMPRESSION"], m.rotation(), m.keep)
 }
 
+// remember keeps the configuration reconfigure drew, for flip-backs.
+func (m *model) remember() {
+	c := map[string]string{"keep": strconv.FormatInt(m.keep, 10)}
+	for _, k := range configKeys {
+		if v, ok := m.set[k]; ok {
+			c[k] = v
+		}
+	}
+	m.configs = append(m.configs, c)
+}
+
 func (m *model) rotation() string {
 	if m.set["SINK_FILE_ROTATION"] == "messages" {
 		return m.set["SINK_MAX_MESSAGES_PER_FILE"] + " messages"
@@ -172,15 +227,39 @@ func (m *model) play() {
 // change mutates the world between rounds: traffic, retention, a new
 // configuration, a re-created topic.
 func (m *model) change(round int) {
-	if round > 0 && m.rng.IntN(12) == 0 {
+	recreated := false
+	if round > 0 && !m.tableReplaced && m.rng.IntN(12) == 0 {
+		recreated = true
 		m.retired = append(m.retired, m.w.sent(m.topic))
 		m.w.deleteTopic(m.topic)
 		m.deletedBelow = make([]uint64, m.parts)
+		m.movedTo = make([]uint64, m.parts)
 		m.note("round %d: topic deleted and re-created", round)
 	}
 	n := 1 + m.rng.IntN(40)
 	m.w.produce(m.topic, m.parts, n, 40+m.rng.IntN(200))
 	m.note("round %d: %d messages into each of %d partitions", round, n, m.parts)
+	if m.second == "" && round > 0 && m.rng.IntN(4) == 0 {
+		m.second = m.topic + "2"
+		m.set["SINK_TOPICS"] = m.topic + "," + m.second
+		m.note("round %d: topic %s added to the configuration", round, m.second)
+	}
+	if m.second != "" {
+		m.w.produce(m.second, m.parts, 1+m.rng.IntN(20), 40+m.rng.IntN(200))
+	}
+	// Not right after a re-creation the sink has not seen yet: on 0.8 and
+	// 0.9 (creation times, not incarnations) it tells a re-creation by the
+	// message it last recorded, or, when retention took that, by the group
+	// having stored nothing yet, which a move defeats (see the issue 21
+	// note: a known limit of item 5's check).
+	if round > 0 && !recreated && m.rng.IntN(6) == 0 {
+		m.moveGroup(round)
+	}
+	if round > 0 && len(m.retired) == 0 && !m.tableReplaced && m.rng.IntN(10) == 0 {
+		m.tableReplaced = true
+		m.set["SINK_STATE_TABLE"] += "-replaced"
+		m.note("round %d: the state table replaced by an empty one", round)
+	}
 	if round > 0 && m.rng.IntN(3) == 0 {
 		m.reconfigure()
 	}
@@ -199,6 +278,40 @@ func (m *model) change(round int) {
 	}
 }
 
+// moveGroup is an operator moving the consumer group of one partition
+// forward, between rounds, to an offset below the newest message.
+func (m *model) moveGroup(round int) {
+	p := m.rng.IntN(m.parts)
+	high := uint64(len(m.w.sent(m.topic)[p]))
+	if high < 2 {
+		return
+	}
+	to := uint64(m.rng.Int64N(int64(high - 1)))
+	cur, ok := m.w.iggy.GroupOffset(m.w.stream, m.topic, m.set["SINK_CONSUMER_GROUP"], uint32(p))
+	if ok && to <= cur {
+		return // not forward
+	}
+	ctx := context.Background()
+	c, err := source.Open(ctx, source.Config{Address: m.w.iggy.Addr(), Username: m.w.user, Password: m.w.password})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer c.Close()
+	tp, err := c.Topic(ctx, m.w.stream, m.topic, m.set["SINK_CONSUMER_GROUP"])
+	if err == nil {
+		err = c.Join(ctx, tp)
+	}
+	if err == nil {
+		err = c.StoreOffset(ctx, tp, uint32(p), to)
+	}
+	if err != nil {
+		m.t.Fatalf("operator move: %v", err)
+	}
+	_ = c.Leave(ctx, tp)
+	m.movedTo[p] = max(m.movedTo[p], to)
+	m.note("round %d: an operator moved the group of partition %d to offset %d", round, p, to)
+}
+
 // round runs 2–4 sinks at once, each with its own faults.
 func (m *model) round(r int) {
 	k := 2 + m.rng.IntN(3)
@@ -209,8 +322,24 @@ func (m *model) round(r int) {
 	var wg sync.WaitGroup
 	for i := 0; i < k; i++ {
 		hooks, timeout, what := m.runFaults()
+		set, keep := m.set, m.keep
+		if len(m.configs) > 1 && m.rng.IntN(3) == 0 {
+			// A stray run on an earlier configuration: a poller left
+			// running, or a Lambda version not yet replaced.
+			old := m.configs[m.rng.IntN(len(m.configs))]
+			set = maps.Clone(m.set)
+			for _, key := range configKeys {
+				if v, ok := old[key]; ok {
+					set[key] = v
+				} else {
+					delete(set, key)
+				}
+			}
+			keep, _ = strconv.ParseInt(old["keep"], 10, 64)
+			what += fmt.Sprintf(", stray on %s/%s%s", set["SINK_OUTPUT_FORMAT"], set["SINK_COMPRESSION"], set["SINK_PARQUET_COMPRESSION"])
+		}
 		m.note("  run %d: %s", i, what)
-		s := m.w.sink(m.w.config(m.set), app.Options{Hooks: hooks, KeepLimit: m.keep})
+		s := m.w.sink(m.w.config(set), app.Options{Hooks: hooks, KeepLimit: keep})
 		wg.Go(func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			if timeout > 0 {
@@ -324,7 +453,8 @@ func (m *model) quiesce() {
 	s := m.w.sink(m.w.config(m.set), app.Options{})
 	for i := 0; i < 60; i++ {
 		sum, err := s.Run(context.Background())
-		if err == nil && sum.Objects == 0 && len(sum.Partitions[0].Gaps) == 0 && m.w.allCommitted(s, m.topic) {
+		if err == nil && sum.Objects == 0 && len(sum.Partitions[0].Gaps) == 0 && m.w.allCommitted(s, m.topic) &&
+			(m.second == "" || m.w.allCommitted(s, m.second)) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -337,10 +467,19 @@ func (m *model) quiesce() {
 // retention deleted, and the audit is clean.
 func (m *model) verify() {
 	s := m.w.sink(m.w.config(m.set), app.Options{})
-	cov := m.coverage(s)
+	cov := m.coverage(s, m.topic)
 	incarnations := append(append([][][]sent{}, m.retired...), m.w.sent(m.topic))
 	for p := 0; p < m.parts; p++ {
 		m.checkGenerations(cov, incarnations, p)
+	}
+	if m.second != "" {
+		cov2 := m.coverage(s, m.second)
+		moved, below := m.movedTo, m.deletedBelow
+		m.movedTo, m.deletedBelow = make([]uint64, m.parts), make([]uint64, m.parts) // never moved nor cut
+		for p := 0; p < m.parts; p++ {
+			m.checkGenerations(cov2, [][][]sent{m.w.sent(m.second)}, p)
+		}
+		m.movedTo, m.deletedBelow = moved, below
 	}
 	reports := m.w.auditClean(s)
 	objects, gaps, voided := 0, 0, 0
@@ -354,10 +493,10 @@ func (m *model) verify() {
 type genPart struct{ gen, part uint32 }
 
 type span struct {
-	first, last uint64
-	gap, raw    bool
-	key         string
-	records     []modelRecord
+	first, last    uint64
+	gap, skip, raw bool
+	key            string
+	records        []modelRecord
 	// parquet: records are the rows pyarrow reads back, duck those DuckDB
 	// reads, compared with the payloads by value; unchecked when the
 	// readers are not installed (never in CI).
@@ -371,8 +510,11 @@ type modelRecord struct {
 	row     map[string]any // a Parquet row's payload fields
 }
 
-// coverage lists every object and gap marker, voided keys left out.
-func (m *model) coverage(s *app.Sink) map[genPart][]span {
+// coverage lists every object and gap marker of topic, voided keys left
+// out. A key is topic's when a path part is the topic's name (the model's
+// two topics are "model" and "model2"): the listing is told apart here by
+// its own rule, not by the sink's.
+func (m *model) coverage(s *app.Sink, topic string) map[genPart][]span {
 	ctx := context.Background()
 	voided := map[string]bool{}
 	var listed []string
@@ -390,10 +532,10 @@ func (m *model) coverage(s *app.Sink) map[genPart][]span {
 	pq := map[string][]byte{}
 	for _, key := range listed {
 		n, ok := keys.ParseName(key)
-		if !ok || n.Void || voided[key] {
+		if !ok || n.Void || voided[key] || !strings.Contains(key, "/"+topic+"/") {
 			continue
 		}
-		sp := span{first: n.First, last: n.Last, gap: n.Gap, key: key}
+		sp := span{first: n.First, last: n.Last, gap: n.Gap, skip: n.Skip, key: key}
 		if !n.Gap {
 			body, err := s.Objects.Get(ctx, key)
 			if err != nil {
@@ -490,7 +632,9 @@ func (m *model) checkPartition(spans []span, sent []sent, current bool, p int) e
 			return fmt.Errorf("%s starts at %d, want %d (gap or overlap)", sp.key, sp.first, next)
 		case sp.last >= uint64(len(sent)):
 			return fmt.Errorf("%s ends at %d beyond the %d messages sent", sp.key, sp.last, len(sent))
-		case sp.gap && current && sp.last >= m.deletedBelow[p]:
+		case sp.skip && current && sp.last > m.movedTo[p]:
+			return fmt.Errorf("skip marker %s reaches %d, but the group was moved only to %d", sp.key, sp.last, m.movedTo[p])
+		case sp.gap && !sp.skip && current && sp.last >= m.deletedBelow[p]:
 			return fmt.Errorf("gap marker %s reaches %d, but retention deleted only below %d", sp.key, sp.last, m.deletedBelow[p])
 		case !sp.gap:
 			if err := checkRecords(sp, sent); err != nil {

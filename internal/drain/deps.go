@@ -47,6 +47,8 @@ type ObjectStore interface {
 	Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error)
 	Stream(ctx context.Context, obj s3store.Object, write func(w io.Writer) error) (s3store.Result, error)
 	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
+	// ListAfter is List from the first key after startAfter.
+	ListAfter(ctx context.Context, prefix, startAfter string, fn func(key string, size int64) error) error
 	// Head reports whether key exists, and its size.
 	Head(ctx context.Context, key string) (size int64, found bool, err error)
 	// AbortUploads aborts the multipart uploads still open for key.

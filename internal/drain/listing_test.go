@@ -23,6 +23,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
 )
 
@@ -459,5 +460,56 @@ func TestVoidedKeyIsNeverReused(t *testing.T) {
 			t.Fatal("no object went under a revised key")
 		}
 		w.auditClean(s)
+	})
+}
+
+// renewCounter counts lease renewals.
+type renewCounter struct {
+	drain.StateStore
+	n atomic.Int64
+}
+
+func (r *renewCounter) Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error) {
+	r.n.Add(1)
+	return r.StateStore.Renew(ctx, s, ttl)
+}
+
+// slowLister makes every listing take longer than the run has.
+type slowLister struct {
+	app.ObjectStore
+	delay time.Duration
+}
+
+func (s *slowLister) ListAfter(ctx context.Context, prefix, startAfter string, fn func(string, int64) error) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.ObjectStore.ListAfter(ctx, prefix, startAfter, fn)
+}
+
+// A run that runs out of time while a new partition's adoption lists S3
+// says so as an error, instead of stopping as if it had nothing to do
+// (issue 21, item 4), and keeps the lease while it lists.
+func TestAdoptionOutOfTimeIsAnError(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("slowlist")
+		w.produce(topic, 1, 10, 100)
+		set := w.settings("slowlist", topic)
+		set["SINK_RUN_TIMEOUT"] = "1500ms"
+		set["SINK_DEADLINE_MARGIN"] = "10ms"
+		cfg := w.config(set)
+		renews := &renewCounter{StateStore: w.stateStore(cfg.Plugin.StateTable)}
+		s := w.sink(cfg, app.Options{State: renews})
+		s.Objects = &slowLister{ObjectStore: s.Objects, delay: 5 * time.Second} // longer than the lease (1s) too
+		sum, err := s.Run(context.Background())
+		p := sum.Partitions[0]
+		if err == nil && !strings.Contains(p.Error, "ran out of time listing") {
+			t.Fatalf("run: %v; partition %+v; want an error saying the listing ran out of time", err, p)
+		}
+		if n := renews.n.Load(); n < 2 {
+			t.Fatalf("the lease (1s) was renewed %d times during a 1.5s listing", n)
+		}
 	})
 }

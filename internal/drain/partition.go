@@ -37,7 +37,7 @@ type leaseCount struct{ taken, released int }
 func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead chan struct{}, ps *PartitionSummary) (lc leaseCount, err error) {
 	defer func() {
 		if err != nil && !errors.Is(err, ErrCrash) {
-			if reason := stopped(ctx); reason != "" {
+			if reason := stopped(ctx); reason != "" && !errors.Is(err, errListingOutOfTime) {
 				ps.Stopped, err = reason, nil
 			} else {
 				err = fmt.Errorf("partition %s/%s/%d: %w", j.topic.Stream, j.topic.Topic, j.info.ID, err)

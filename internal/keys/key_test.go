@@ -2,6 +2,7 @@ package keys
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -410,5 +411,41 @@ func TestNextRevision(t *testing.T) {
 		if _, ok := NextRevision(bad); ok {
 			t.Errorf("NextRevision(%q) accepted it", bad)
 		}
+	}
+}
+
+// Listing bounds a time-free template's listing to the partition and its
+// first offset on (data objects and markers apart), and leaves a time
+// template's to ListPrefix.
+func TestListing(t *testing.T) {
+	tp, _ := ParseTemplate("{stream}/{topic}")
+	pn := NewNamer("arch", tp, "jsonl").Partition("s", "t", 3)
+	got := pn.Listing(100)
+	want := [][2]string{
+		{"arch/s/t/00003-", "arch/s/t/00003-00000000000000000100"},
+		{"arch/s/t/_00003-", "arch/s/t/_00003-00000000000000000100"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Listing(100) = %v, want %v", got, want)
+	}
+	// Every key of offsets 100 on sorts after its start; those before not.
+	for _, k := range []string{pn.Object(100, 120, 0), pn.Gap(100, 101, 0), pn.Object(1000, 1001, 0)} {
+		l := got[0]
+		if strings.HasPrefix(k, "arch/s/t/_") {
+			l = got[1]
+		}
+		if !strings.HasPrefix(k, l[0]) || k <= l[1] {
+			t.Errorf("%s is not listed by %v", k, l)
+		}
+	}
+	if k := pn.Object(99, 99, 0); k > got[0][1] {
+		t.Errorf("%s (before 100) is listed", k)
+	}
+	if got := pn.Listing(0); got[0][1] != "" || got[1][1] != "" {
+		t.Errorf("Listing(0) = %v, want no start", got)
+	}
+	tt, _ := ParseTemplate("dt={date}/{stream}/{topic}")
+	if got := NewNamer("arch", tt, "jsonl").Partition("s", "t", 3).Listing(100); len(got) != 1 || got[0] != [2]string{"arch/dt=", ""} {
+		t.Errorf("time-first Listing = %v", got)
 	}
 }

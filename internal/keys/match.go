@@ -122,3 +122,36 @@ func (m *atomMatch) walk(from int, dir string) bool {
 	}
 	return dir == ""
 }
+
+// Listing is where to list this partition's objects and markers from the
+// object with first offset from on: (prefix, startAfter) pairs for an S3
+// listing. A template without a time field puts all of a partition's keys
+// in one folder, named by partition and first offset, so two listings
+// bound it: the data objects' and the markers' ("_"), each starting at
+// from. With a time field the folders vary, and the listing is
+// ListPrefix's, whole.
+func (p PartitionNamer) Listing(from uint64) [][2]string {
+	t := p.n.tpl
+	for _, s := range t.segments {
+		if s.kind >= phDate {
+			return [][2]string{{p.ListPrefix(), ""}}
+		}
+	}
+	folder := p.ListPrefix()
+	name := string(appendPadded(nil, uint64(p.partition), 5)) + "-"
+	// Keys of first offsets below from sort before this; from's own
+	// objects sort after it (it is a prefix of their names).
+	start := name + string(appendPadded(nil, from, 20))
+	if from == 0 {
+		start = ""
+	}
+	out := make([][2]string, 0, 2)
+	for _, mark := range []string{"", "_"} {
+		sa := ""
+		if start != "" {
+			sa = folder + mark + start
+		}
+		out = append(out, [2]string{folder + mark + name, sa})
+	}
+	return out
+}

@@ -295,10 +295,19 @@ func (u *Uploader) sse() (types.ServerSideEncryption, *string) {
 // each page request is retried per policy. An error from fn stops the walk
 // and is returned as is.
 func (u *Uploader) List(ctx context.Context, prefix string, fn func(key string, size int64) error) error {
+	return u.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List from the first key after startAfter ("" for all).
+func (u *Uploader) ListAfter(ctx context.Context, prefix, startAfter string, fn func(key string, size int64) error) error {
 	if u.bad != nil {
 		return u.bad
 	}
 	var token *string
+	var after *string
+	if startAfter != "" {
+		after = aws.String(startAfter)
+	}
 	for {
 		var out *s3.ListObjectsV2Output
 		var c counter
@@ -308,6 +317,7 @@ func (u *Uploader) List(ctx context.Context, prefix string, fn func(key string, 
 				Bucket:            aws.String(u.opts.Bucket),
 				Prefix:            aws.String(prefix),
 				ContinuationToken: token,
+				StartAfter:        after,
 			})
 			return err
 		})

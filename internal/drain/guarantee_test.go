@@ -17,7 +17,9 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -104,6 +106,60 @@ func (p *putWatcher) Put(ctx context.Context, obj s3store.Object, body []byte) (
 	return res, err
 }
 
+// staleRun is a run frozen in the middle of its first upload, whose
+// connection has dropped and whose lease has lapsed: another run now has
+// its partition.
+type staleRun struct {
+	puts             *putWatcher
+	frozen, renewals chan struct{}
+	done             chan *drain.Summary
+}
+
+// startStale starts a run of cfg that freezes at its first mid-upload step
+// (its lease renewals held too), and returns once its connection is dropped
+// and its lease has run out.
+func (w *world) startStale(broker *iggytest.Broker, cfg *config.Config) *staleRun {
+	w.t.Helper()
+	r := &staleRun{frozen: make(chan struct{}), renewals: make(chan struct{}), done: make(chan *drain.Summary, 1)}
+	entered := make(chan struct{})
+	var once sync.Once
+	freeze := stepFunc(func(s drain.Step, _ batch.Partition) error {
+		if s == drain.StepMidUpload {
+			once.Do(func() { close(entered); <-r.frozen })
+		}
+		return nil
+	})
+	s := w.sink(cfg, app.Options{Hooks: []drain.Hook{freeze}, State: &freezable{w.stateStore(cfg.Plugin.StateTable), r.renewals}})
+	r.puts = &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
+	s.Objects = r.puts
+	go func() {
+		sum, _ := s.Run(context.Background())
+		r.done <- sum
+	}()
+	<-entered
+	// The frozen run's connection dies (its membership with it) and its
+	// lease runs out.
+	broker.DropConnections()
+	time.Sleep(cfg.Plugin.LeaseDuration + 200*time.Millisecond)
+	return r
+}
+
+// thaw lets the stale run go on, waits for its first upload attempt and
+// its end, and returns its summary.
+func (r *staleRun) thaw() *drain.Summary {
+	close(r.frozen)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r.puts.mu.Lock()
+		n := len(r.puts.errs)
+		r.puts.mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	close(r.renewals)
+	return <-r.done
+}
+
 // TestStaleWriterIsFenced: a run records an intent for offsets 0..59 and
 // stalls mid-upload past its lease. Retention deletes 0..29 and a second
 // run takes over: it cannot re-render the intent, so it fences the key off
@@ -117,43 +173,13 @@ func TestStaleWriterIsFenced(t *testing.T) {
 		set["SINK_FILE_ROTATION"] = "messages"
 		set["SINK_MAX_MESSAGES_PER_FILE"] = "60"
 		cfg := w.config(set)
-		frozen, renewals, entered := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		freeze := stepFunc(func(s drain.Step, _ batch.Partition) error {
-			if s == drain.StepMidUpload {
-				once.Do(func() { close(entered); <-frozen })
-			}
-			return nil
-		})
-		stale := w.sink(cfg, app.Options{Hooks: []drain.Hook{freeze}, State: &freezable{w.stateStore(cfg.Plugin.StateTable), renewals}})
-		puts := &putWatcher{ObjectStore: stale.Objects, errs: map[string]error{}}
-		stale.Objects = puts
-		staleDone := make(chan *drain.Summary, 1)
-		go func() {
-			sum, _ := stale.Run(context.Background())
-			staleDone <- sum
-		}()
-		<-entered
-		// The frozen run's connection dies (its membership with it), its
-		// lease runs out, and retention deletes part of its range.
-		broker.DropConnections()
-		time.Sleep(cfg.Plugin.LeaseDuration + 200*time.Millisecond)
+		stale := w.startStale(broker, cfg)
 		if err := broker.DeleteBelow(w.stream, "stale", 0, 30); err != nil {
 			t.Fatal(err)
 		}
 		fresh := w.sink(cfg, app.Options{})
 		w.drainUntilQuiet(fresh, "stale", 10)
-		close(frozen)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			puts.mu.Lock()
-			n := len(puts.errs)
-			puts.mu.Unlock()
-			if n > 0 || time.Now().After(deadline) {
-				break
-			}
-		}
-		close(renewals)
-		sum := <-staleDone
+		sum, puts := stale.thaw(), stale.puts
 		if sum.Partitions[0].Objects != 0 || sum.Partitions[0].Error == "" {
 			t.Fatalf("the stale run recorded %d objects (error %q); it must lose its lease", sum.Partitions[0].Objects, sum.Partitions[0].Error)
 		}

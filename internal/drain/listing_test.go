@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,21 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
 )
+
+// archivedTopic produces n messages into a one-partition topic named
+// after name, and drains them with objects of 25 messages.
+func (w *world) archivedTopic(name string, n int) (string, *config.Config, *app.Sink) {
+	w.t.Helper()
+	topic := uniqueName(name)
+	w.produce(topic, 1, n, 120)
+	set := w.settings(name, topic)
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+	cfg := w.config(set)
+	s := w.sink(cfg, app.Options{})
+	w.drainUntilQuiet(s, topic, 10)
+	return topic, cfg, s
+}
 
 // objectsOf keeps the objects whose folder is topic's under a template
 // that names the topic as a whole path part.
@@ -84,14 +98,7 @@ func TestTimeFirstTemplateKeepsTopicsApart(t *testing.T) {
 func TestStateWithoutIncarnationSeesRecreation(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
 		w.hooks(t) // a quick broker-side delete, as TestTopicRecreated
-		topic := uniqueName("noinc")
-		w.produce(topic, 1, 100, 120)
-		set := w.settings("noinc", topic)
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
-		cfg := w.config(set)
-		s := w.sink(cfg, app.Options{})
-		w.drainUntilQuiet(s, topic, 10)
+		topic, cfg, s := w.archivedTopic("noinc", 100)
 		old := w.sent(topic)
 
 		item := w.stateItem(cfg.Plugin.StateTable)
@@ -173,14 +180,7 @@ func (w *world) openUploads(bucket string) int {
 // (it failed for good before: offsets in no object and no marker).
 func TestGroupMovedForwardIsMarkedSkipped(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		topic := uniqueName("moved")
-		w.produce(topic, 1, 50, 100)
-		set := w.settings("moved", topic)
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
-		cfg := w.config(set)
-		s := w.sink(cfg, app.Options{})
-		w.drainUntilQuiet(s, topic, 10)
+		topic, cfg, s := w.archivedTopic("moved", 50)
 		w.produce(topic, 1, 50, 100) // offsets 50..99
 
 		// The operator's move: a member of the group stores offset 79.
@@ -315,41 +315,14 @@ func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
 		set["SINK_FILE_ROTATION"] = "messages"
 		set["SINK_MAX_MESSAGES_PER_FILE"] = "60"
 		cfg := w.config(set)
-		frozen, renewals, entered := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		freeze := stepFunc(func(s drain.Step, _ batch.Partition) error {
-			if s == drain.StepMidUpload {
-				once.Do(func() { close(entered); <-frozen })
-			}
-			return nil
-		})
-		stale := w.sink(cfg, app.Options{Hooks: []drain.Hook{freeze}, State: &freezable{w.stateStore(cfg.Plugin.StateTable), renewals}})
-		puts := &putWatcher{ObjectStore: stale.Objects, errs: map[string]error{}}
-		stale.Objects = puts
-		staleDone := make(chan struct{})
-		go func() {
-			_, _ = stale.Run(context.Background())
-			close(staleDone)
-		}()
-		<-entered
-		broker.DropConnections()
-		time.Sleep(cfg.Plugin.LeaseDuration + 200*time.Millisecond)
+		stale := w.startStale(broker, cfg)
 		if err := broker.DeleteBelow(w.stream, topic, 0, 30); err != nil { // the stale range cannot be rendered again
 			t.Fatal(err)
 		}
 		fresh := w.sink(cfg, app.Options{})
 		w.drainUntilQuiet(fresh, topic, 10)
-		close(frozen)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			puts.mu.Lock()
-			n := len(puts.errs)
-			puts.mu.Unlock()
-			if n > 0 || time.Now().After(deadline) {
-				break
-			}
-		}
-		close(renewals)
-		<-staleDone
+		stale.thaw()
+		puts := stale.puts
 
 		names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, "jsonl").WithErrors(cfg.Plugin.ErrorsPrefix())
 		voided := w.voidedKeys(fresh, "archive/"+w.stream+"/")

@@ -73,19 +73,8 @@ func TestMalformedPollReplyIsAnError(t *testing.T) {
 				return rep
 			})
 			ctx := context.Background()
-			c, err := Open(ctx, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy", Protocol: Protocol08})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			tp, err := c.Topic(ctx, "app", "logs", "g")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Join(ctx, tp); err != nil {
-				t.Fatal(err)
-			}
-			_, _, err = c.Poll(ctx, tp, 1, 0, 10, nil)
+			c, tp := openTopic(t, Config{Address: proxy.Addr(), Username: "iggy", Password: "iggy", Protocol: Protocol08}, true)
+			_, _, err := c.Poll(ctx, tp, 1, 0, 10, nil)
 			if !errors.Is(err, ErrMalformedReply) || !errors.Is(err, ErrConnectionLost) {
 				t.Fatalf("Poll = %v, want ErrMalformedReply and ErrConnectionLost", err)
 			}

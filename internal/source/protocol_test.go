@@ -106,19 +106,7 @@ func TestOwnershipMovesMidRun(t *testing.T) {
 			}
 			ctx := context.Background()
 			open := func() (*Conn, *Topic) {
-				c, err := Open(ctx, Config{Address: b.Addr(), Username: "iggy", Password: "iggy"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				tp, err := c.Topic(ctx, "app", "logs", "g")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Join(ctx, tp); err != nil {
-					t.Fatal(err)
-				}
-				return c, tp
+				return openTopic(t, Config{Address: b.Addr(), Username: "iggy", Password: "iggy"}, true)
 			}
 			first, t1 := open()
 			for p := uint32(0); p < 2; p++ {
@@ -221,18 +209,7 @@ func TestPollIntoReusesTheBuffer(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			c, err := Open(ctx, Config{Address: b.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			tp, err := c.Topic(ctx, "app", "logs", "g")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Join(ctx, tp); err != nil {
-				t.Fatal(err)
-			}
+			c, tp := openTopic(t, Config{Address: b.Addr(), Username: "iggy", Password: "iggy", ConnectTimeout: 2 * time.Second}, true)
 			var buf []byte
 			var firstBacking *byte
 			for round, offset := range []uint64{0, 10, 20} {

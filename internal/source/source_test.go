@@ -29,6 +29,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// openTopic opens a connection with cfg, looks up app/logs for group "g"
+// and, with join, joins the group; the connection closes with the test.
+func openTopic(t testing.TB, cfg Config, join bool) (*Conn, *Topic) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tp, err := c.Topic(ctx, "app", "logs", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if join {
+		if err := c.Join(ctx, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, tp
+}
+
 func startBroker(t testing.TB, opts ...iggytest.Option) *iggytest.Broker {
 	t.Helper()
 	b, err := iggytest.Start(append(opts, iggytest.WithLogger(slog.New(slog.DiscardHandler)))...)
@@ -100,20 +122,12 @@ func TestDeadlineCutsStuckCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	c, err := Open(ctx, Config{Address: b.Addr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tp, err := c.Topic(ctx, "app", "logs", "g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, tp := openTopic(t, Config{Address: b.Addr(), Username: "iggy", Password: "iggy"}, false)
 	b.DelayReplies(5 * time.Second)
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err = c.StoredOffset(short, tp, 0)
+	_, _, err := c.StoredOffset(short, tp, 0)
 	if !errors.Is(err, ErrConnectionLost) || time.Since(start) > 2*time.Second {
 		t.Fatalf("stuck call returned %v after %s; want ErrConnectionLost within the deadline", err, time.Since(start))
 	}

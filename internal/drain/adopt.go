@@ -30,6 +30,8 @@ func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err erro
 		next = c.st.LastWritten + 1
 	}
 	holds := c.names.Matcher() // the prefix may cover other topics' folders
+	// The listing runs beside the lease renewals, which write c.st.
+	part, gen := c.p.info.ID, c.st.Generation
 	count := 0
 	// The listing keeps the lease (it may be long: a topic's whole history
 	// under a time-first template), and a run that runs out of time in it
@@ -40,7 +42,7 @@ func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err erro
 			return c.p.r.Objects.ListAfter(ctx, prefix, after, func(key string, _ int64) error {
 				count++
 				n, ok := keys.ParseName(key)
-				if !ok || n.Partition != c.p.info.ID || n.Generation != c.st.Generation || !holds(key) {
+				if !ok || n.Partition != part || n.Generation != gen || !holds(key) {
 					return nil
 				}
 				if n.Void {

@@ -83,7 +83,8 @@ const maxRevisions = 100
 // of a voided key (errBurnt): a voided key is never reused (issue 21, item
 // 3), since the fence holds no records.
 func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) {
-	key := c.st.Intent.ObjectKey
+	// Read before the upload starts: lease renewals write c.st beside it.
+	key, ts := c.st.Intent.ObjectKey, c.st.Intent.FirstTimestamp
 	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
 	if s.gap {
 		w.Cause = gapCauseOf(key)
@@ -107,7 +108,7 @@ func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) 
 		}
 		var el errorLines
 		var err error
-		res, el, err = c.writeData(ctx, key, s)
+		res, el, err = c.writeData(ctx, key, ts, s)
 		if s.acc == nil && err == nil {
 			// Recovery re-rendered it: no reader of this run saw these
 			// records. Counted once the render completed (a retry renders
@@ -169,9 +170,9 @@ func (c *committer) nextRevision(ctx context.Context) error {
 // that cannot render the range again (retention, a format change) keeps a
 // data object it finds as it is (issue 21, item 8). An error object that
 // already holds other bytes is kept and reported, like a data object.
-func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3store.Result, errorLines, error) {
+func (c *committer) writeData(ctx context.Context, key string, ts uint64, s *sealed) (s3store.Result, errorLines, error) {
 	if s.acc == nil || s.acc.Spilled() {
-		if err := c.streamErrorsFirst(ctx, key, s); err != nil {
+		if err := c.streamErrorsFirst(ctx, key, ts, s); err != nil {
 			return s3store.Result{}, errorLines{}, err
 		}
 		return c.stream(ctx, key, s.first, s.last)
@@ -186,7 +187,7 @@ func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3sto
 	el := errorLines{body: errs, kept: true}
 	if len(errs) > 0 {
 		el.rejected = bytes.Count(errs, []byte{'\n'})
-		ekey, err := c.errorsKey(key, s)
+		ekey, err := c.errorsKey(key, ts, s)
 		if err != nil {
 			return s3store.Result{}, el, err
 		}
@@ -203,11 +204,11 @@ func (c *committer) writeData(ctx context.Context, key string, s *sealed) (s3sto
 // before it, by a render of its own that writes only the rejected records
 // (nothing when there are none). Only under invalid_payload =
 // "error_object": the error prefix is configured then.
-func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, s *sealed) error {
+func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, ts uint64, s *sealed) error {
 	if !c.errorObjects() {
 		return nil
 	}
-	ekey, err := c.errorsKey(dataKey, s)
+	ekey, err := c.errorsKey(dataKey, ts, s)
 	if err != nil {
 		return err
 	}
@@ -224,14 +225,11 @@ func (c *committer) errorObjects() bool {
 	return c.p.r.Options.Records.InvalidPayload == "error_object"
 }
 
-// errorsKey is the key of the error object of the data object at dataKey.
-func (c *committer) errorsKey(dataKey string, s *sealed) (string, error) {
+// errorsKey is the key of the error object of the data object at dataKey,
+// whose first message has server time ts.
+func (c *committer) errorsKey(dataKey string, ts uint64, s *sealed) (string, error) {
 	key, ok := c.p.r.Options.Names.ErrorsKey(dataKey)
 	if !ok {
-		var ts uint64
-		if in := c.st.Intent; in != nil {
-			ts = in.FirstTimestamp
-		}
 		key = c.names.Errors(s.first, s.last, ts)
 	}
 	if key == "" {

@@ -173,17 +173,14 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 			return reports, err
 		}
 		reps := verifyGenerations(p, ranges, voided)
-		voidedRanges := map[uint32]map[[2]uint64]bool{}
-		for _, r := range ranges {
-			if voided[r.Key] {
-				if voidedRanges[r.Generation] == nil {
-					voidedRanges[r.Generation] = map[[2]uint64]bool{}
-				}
-				voidedRanges[r.Generation][[2]uint64{r.First, r.Last}] = true
+		voidedErrs := map[string]bool{} // the error keys of voided data keys
+		for k := range voided {
+			if ek, ok := names.ErrorsKeyOf(k); ok {
+				voidedErrs[ek] = true
 			}
 		}
 		for i := range reps {
-			checkErrors(&reps[i], errs[reps[i].Generation], voidedRanges[reps[i].Generation])
+			checkErrors(&reps[i], errs[reps[i].Generation], voidedErrs)
 		}
 		reports = append(reports, reps...)
 	}
@@ -216,7 +213,7 @@ func listErrors(ctx context.Context, l Lister, names *keys.Namer, p Partition) (
 // One whose data key was voided fails the audit: the range was read again,
 // so its records are in the range's next error objects too. An empty one
 // there is the void's fence of the error key, no error object.
-func checkErrors(rep *Report, errs []Range, voided map[[2]uint64]bool) {
+func checkErrors(rep *Report, errs []Range, voided map[string]bool) {
 	data := map[[2]uint64]bool{}
 	for _, r := range rep.Ranges {
 		if !r.Gap {
@@ -226,9 +223,9 @@ func checkErrors(rep *Report, errs []Range, voided map[[2]uint64]bool) {
 	for _, e := range errs {
 		rng := [2]uint64{e.First, e.Last}
 		switch {
-		case voided[rng] && e.Size == 0:
+		case voided[e.Key] && e.Size == 0:
 			continue // the fence
-		case voided[rng]:
+		case voided[e.Key]:
 			rep.ErrorViolations = append(rep.ErrorViolations, fmt.Sprintf("error object %s (%d..%d) belongs to a voided data key: its records were archived again with the range's next objects", e.Key, e.First, e.Last))
 		case !data[rng]:
 			rep.Notes = append(rep.Notes, fmt.Sprintf("error object %s (%d..%d) has no data object of the same range", e.Key, e.First, e.Last))

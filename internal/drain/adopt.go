@@ -63,10 +63,14 @@ func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err erro
 		}
 	}
 	sort.Slice(ranges, func(i, j int) bool { return ranges[i].First < ranges[j].First })
+	c.resume, c.hasResume = 0, false
 	for _, r := range ranges {
 		switch {
 		case voided[r.key] || r.Last < next:
 			continue
+		case r.First > next:
+			c.resume, c.hasResume = r.First, true // the first object after a hole
+			return end, found, nil
 		case r.First != next:
 			return end, found, nil
 		}

@@ -30,8 +30,12 @@ type committer struct {
 	st    state.State // the one copy of the partition's state
 	ps    *PartitionSummary
 	names keys.PartitionNamer // of st.Generation
-	enc   *batch.Encoder      // re-renders ranges (streamed objects, recovery)
-	zbuf  []byte
+	// resume is the first offset of the first object adopt found after a
+	// hole (hasResume), for groupAhead.
+	resume    uint64
+	hasResume bool
+	enc       *batch.Encoder // re-renders ranges (streamed objects, recovery)
+	zbuf      []byte
 	// renderedTS is the server time of the last message render read.
 	renderedTS uint64
 	// stored is the group's offset as last read or stored (valid if hasStored).
@@ -252,43 +256,46 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 // began and why the rest is missing, and the audit accepts it (issue 21,
 // items 10 and 11).
 func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
-	end, found, err := c.adopt(ctx)
-	if err != nil {
-		return 0, err
-	}
-	from := uint64(0)
-	if c.st.HasWritten {
-		from = c.st.LastWritten + 1
-	}
-	if found {
-		if err := c.skipTo(ctx, end); err != nil {
+	for {
+		end, found, err := c.adopt(ctx)
+		if err != nil {
 			return 0, err
 		}
-		if end >= c.stored {
-			return end + 1, c.storeOffset(ctx, end)
+		pos := uint64(0)
+		if c.st.HasWritten {
+			pos = c.st.LastWritten + 1
 		}
-		from = end + 1
+		if found {
+			if err := c.skipTo(ctx, end); err != nil {
+				return 0, err
+			}
+			pos = end + 1
+		}
+		if pos > c.stored {
+			return pos, c.storeOffset(ctx, pos-1)
+		}
+		// pos..stored lies in no object up to the next one S3 holds, if
+		// any (objects a lifecycle rule expired leave such holes): the
+		// marker ends before it, and adoption goes on from there.
+		last := c.stored
+		if c.hasResume && c.resume > pos && c.resume-1 < last {
+			last = c.resume - 1
+		}
+		skip := &sealed{first: pos, last: last, ts: c.timestampNear(ctx, last), gap: true, cause: CauseSkipped, done: func() {}}
+		if err := c.setIntent(ctx, skip); err != nil {
+			return 0, err
+		}
+		w, err := c.upload(ctx, skip)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.complete(ctx, skip, w, nil); err != nil {
+			return 0, err
+		}
+		if last == c.stored && !c.hasResume {
+			return c.stored + 1, nil
+		}
 	}
-	skip := &sealed{first: from, last: c.stored, ts: c.timestampNear(ctx, c.stored), gap: true, cause: CauseSkipped, done: func() {}}
-	if err := c.setIntent(ctx, skip); err != nil {
-		return 0, err
-	}
-	w, err := c.upload(ctx, skip)
-	if err != nil {
-		return 0, err
-	}
-	if err := c.complete(ctx, skip, w, nil); err != nil {
-		return 0, err
-	}
-	// Objects may follow the group's offset: a restored table whose older
-	// objects a lifecycle rule expired.
-	if end, found, err = c.adopt(ctx); err != nil || !found {
-		return c.stored + 1, err
-	}
-	if err := c.skipTo(ctx, end); err != nil {
-		return 0, err
-	}
-	return end + 1, c.storeOffset(ctx, end)
 }
 
 // timestampNear is the server time of the message at off (or the next

@@ -486,3 +486,104 @@ func TestAdoptionOutOfTimeIsAnError(t *testing.T) {
 		}
 	})
 }
+
+// A new state table, the group at the end, and a hole in what S3 holds (a
+// lifecycle rule expired the oldest object): the skip marker covers the
+// hole only, and the objects after it are adopted, not covered twice.
+func TestSkipMarkerStopsAtTheNextObject(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic, cfg, s := w.archivedTopic("expired", 100)
+		first := ""
+		for _, k := range w.listKeys(s, "archive/") {
+			if strings.HasSuffix(k, "00000-00000000000000000000-00000000000000000024.jsonl") {
+				first = k
+			}
+		}
+		if first == "" {
+			t.Fatal("no object 0..24")
+		}
+		if _, err := w.s3.Client(t).DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("expired"), Key: aws.String(first)}); err != nil {
+			t.Fatal(err)
+		}
+		set := w.settings("expired", topic)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		set["SINK_STATE_TABLE"] = cfg.Plugin.StateTable + "-new"
+		fresh := w.sink(w.config(set), app.Options{})
+		sum, err := fresh.Run(context.Background())
+		if err != nil || sum.Objects != 0 {
+			t.Fatalf("run on the new table: %d objects, %v; want none written", sum.Objects, err)
+		}
+		reports := w.auditClean(fresh)
+		if reports[0].Skipped != 1 || reports[0].Objects != 3 || reports[0].Messages != 75 {
+			t.Fatalf("audit %+v; want the skip marker of 0..24 and the three objects of 25..99", reports[0])
+		}
+	})
+}
+
+// Every record of a range rejected (its data object is the empty object of
+// its format), with the range voided and read again across format changes:
+// the range still lands in exactly one live object, and each rejected
+// record in exactly one error object whose data key is live.
+func TestVoidedKeyWithRejectedRecords(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("flipbad")
+		w.produceWith(topic, 1, 30, func(p, n int) []byte {
+			if n < 10 {
+				return []byte("not json") // the first object: every record rejected
+			}
+			return errorPayload(p, n)
+		})
+		configFor := func(format string) *config.Config {
+			set := w.settings("flipbad", topic)
+			set["SINK_OUTPUT_FORMAT"] = format
+			set["SINK_INVALID_PAYLOAD"] = "error_object"
+			set["SINK_FILE_ROTATION"] = "messages"
+			set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
+			return w.config(set)
+		}
+		lines, array := configFor("json_lines"), configFor("json_array")
+		for _, cfg := range []*config.Config{lines, array} {
+			var fired atomic.Bool
+			crashing := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
+				if s == drain.StepMidUpload && fired.CompareAndSwap(false, true) {
+					return errors.New("injected")
+				}
+				return nil
+			})})
+			if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+				t.Fatalf("crashing run on %s: %v", cfg.Plugin.OutputFormat, err)
+			}
+			time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond)
+		}
+		s := w.sink(lines, app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+		w.auditClean(s)
+		seen := map[uint64]int{}
+		for _, k := range w.listKeys(s, "archive/_errors/") {
+			body, err := s.Objects.Get(context.Background(), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var rec struct{ Offset uint64 }
+				if err := json.Unmarshal(line, &rec); err != nil {
+					t.Fatalf("%s: %v", k, err)
+				}
+				seen[rec.Offset]++
+			}
+		}
+		for n := uint64(0); n < 30; n++ {
+			want := 0
+			if n < 10 || n%7 == 6 || n%21 == 20 {
+				want = 1
+			}
+			if seen[n] != want {
+				t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
+			}
+		}
+	})
+}

@@ -120,11 +120,21 @@ func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) 
 	c.ps.Retries += uint64(res.Retries)
 	w.Bytes, w.Existed = uint64(res.Bytes), res.Existed
 	var ce *s3store.ConflictError
-	if errors.As(err, &ce) && !s.gap {
+	if conflict := errors.As(err, &ce); (conflict || (err == nil && res.Existed)) && !s.gap {
+		// An object already at the key may be a void's fence: then the
+		// key is burnt, even when this rendering is empty too (every
+		// record rejected), or when the void died before its marker.
 		mk, _ := keys.VoidMarker(key)
 		_, voided, herr := c.p.r.Objects.Head(ctx, mk)
 		if herr != nil {
-			return w, fmt.Errorf("%s exists with other bytes; looking for its void marker: %w", key, herr)
+			return w, fmt.Errorf("%s already exists; looking for its void marker: %w", key, herr)
+		}
+		if !voided && conflict && c.isFence(key, ce.ExistingSize) {
+			c.p.log.Warn("an empty object of the format fences the key without its void marker (a run died voiding it): the marker is written now", "key", key, "marker", mk)
+			if _, err := c.putMarker(ctx, mk, marker{Voided: key, Reason: voidReason}); err != nil && !errors.Is(err, s3store.ErrConflict) {
+				return w, err
+			}
+			voided = true
 		}
 		if voided {
 			return w, fmt.Errorf("%w: %s", errBurnt, key)
@@ -243,6 +253,11 @@ func (c *committer) errorsKey(dataKey string, ts uint64, s *sealed) (string, err
 // reported; records < 0 means not counted.
 func (c *committer) errorsWritten(key, dataKey string, records int, err error) error {
 	var ce *s3store.ConflictError
+	if errors.As(err, &ce) && ce.ExistingSize == 0 {
+		// The empty error object a void leaves: the data key is burnt
+		// too; found before the data object is written.
+		return fmt.Errorf("%w: %s (its error key is fenced)", errBurnt, dataKey)
+	}
 	if errors.As(err, &ce) {
 		c.ps.Conflicts++
 		c.p.log.Warn("the error object already exists with other bytes; kept as it is (rendered by another configuration)",
@@ -333,7 +348,7 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 	mk, _ := keys.VoidMarker(in.ObjectKey)
 	c.p.log.Warn("an unfinished object cannot be rewritten; its key is voided and its offsets read again",
 		"key", in.ObjectKey, "first", in.First, "last", in.Last, "marker", mk)
-	_, err = c.putMarker(ctx, mk, marker{Voided: in.ObjectKey, Reason: "the object could not be rendered again (messages deleted, or the format changed); its offsets are in other objects or gap markers"})
+	_, err = c.putMarker(ctx, mk, marker{Voided: in.ObjectKey, Reason: voidReason})
 	if errors.Is(err, s3store.ErrConflict) {
 		err = nil
 	}
@@ -350,7 +365,7 @@ func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
 	if !c.errorObjects() {
 		return nil
 	}
-	key, ok := c.p.r.Options.Names.ErrorsKey(in.ObjectKey)
+	key, ok := c.p.r.Options.Names.ErrorsKeyOf(in.ObjectKey) // the key may be an earlier format's
 	if !ok {
 		return nil
 	}
@@ -362,6 +377,21 @@ func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
 		return nil
 	}
 	return err
+}
+
+// voidReason is what a void marker says.
+const voidReason = "the object could not be rendered again (messages deleted, or the format changed); its offsets are in other objects or gap markers"
+
+// isFence reports whether an object of size bytes at key is a void's
+// fence: the empty object of the key's format, which no rendering of a
+// range with records is.
+func (c *committer) isFence(key string, size int64) bool {
+	n, ok := keys.ParseName(key)
+	if !ok {
+		return false
+	}
+	body, ok := batch.EmptyObject(n.Ext)
+	return ok && int64(len(body)) == size
 }
 
 // isGapKey reports a gap (or hole, or skip) marker's key.

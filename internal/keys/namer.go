@@ -75,7 +75,18 @@ func (n *Namer) ErrorsPrefix() (string, bool) { return n.errPrefix, n.hasErrors 
 // the error prefix, with ErrorsExt. False when n names no error objects or
 // dataKey is not one of its data objects' keys.
 func (n *Namer) ErrorsKey(dataKey string) (string, bool) {
-	if !n.hasErrors || !strings.HasSuffix(dataKey, "."+n.ext) {
+	if !strings.HasSuffix(dataKey, "."+n.ext) {
+		return "", false
+	}
+	return n.ErrorsKeyOf(dataKey)
+}
+
+// ErrorsKeyOf is ErrorsKey for a data object of any format and
+// compression (its own extension, as ParseName reads it): the error key of
+// an object an earlier configuration named. Objects of two formats of one
+// range share it.
+func (n *Namer) ErrorsKeyOf(dataKey string) (string, bool) {
+	if !n.hasErrors {
 		return "", false
 	}
 	rest := dataKey
@@ -85,10 +96,11 @@ func (n *Namer) ErrorsKey(dataKey string) (string, bool) {
 		}
 		rest = rest[len(n.prefix)+1:]
 	}
-	if nm, ok := ParseName(dataKey); !ok || nm.Gap || nm.Void {
+	nm, ok := ParseName(dataKey)
+	if !ok || nm.Gap || nm.Void {
 		return "", false
 	}
-	rest = rest[:len(rest)-len(n.ext)]
+	rest = rest[:len(rest)-len(nm.Ext)]
 	return string(appendPrefix(nil, n.errPrefix)) + rest + ErrorsExt, true
 }
 

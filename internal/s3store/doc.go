@@ -16,9 +16,9 @@
 // a retried Complete whose upload is gone (the earlier attempt completed it
 // and the reply was lost), a retried PUT after a lost reply — the uploader
 // compares the object with what it sent: size (HeadObject), then content:
-// the object's CRC32C where the store keeps one (HeadObject with
-// ChecksumMode ENABLED), else GetObject streamed through CRC32C, part by
-// part, against the parts it sent. The same bytes are success with
+// a CRC32C the store keeps for the object (HeadObject with ChecksumMode
+// ENABLED) that differs is a conflict at once; otherwise GetObject is
+// streamed through CRC32C, part by part, against the parts it sent. The same bytes are success with
 // Result.Existed; other bytes are a *ConflictError (errors.Is(err,
 // ErrConflict)); the object is never overwritten or deleted. The comparison
 // and Head need s3:GetObject on the objects (HeadObject is authorised by

@@ -336,23 +336,7 @@ func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
 		if err, ok := puts.errs[ekey]; ok && !errors.Is(err, s3store.ErrConflict) {
 			t.Fatalf("the stale run's error object write returned %v, want a conflict with the fence", err)
 		}
-		seen := map[uint64]int{}
-		for _, k := range w.listKeys(fresh, "archive/_errors/") {
-			body, err := fresh.Objects.Get(context.Background(), k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
-				if len(line) == 0 {
-					continue
-				}
-				var rec struct{ Offset uint64 }
-				if err := json.Unmarshal(line, &rec); err != nil {
-					t.Fatalf("%s: %v", k, err)
-				}
-				seen[rec.Offset]++
-			}
-		}
+		seen := w.errorRecords(fresh)
 		for n := uint64(30); n < 100; n++ {
 			want := 0
 			if n%7 == 6 || n%21 == 20 {
@@ -377,27 +361,8 @@ func TestVoidedKeyIsNeverReused(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
 		topic := uniqueName("flip")
 		w.produce(topic, 1, 30, 100)
-		configFor := func(format string) *config.Config {
-			set := w.settings("flip", topic)
-			set["SINK_OUTPUT_FORMAT"] = format
-			set["SINK_FILE_ROTATION"] = "messages"
-			set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
-			return w.config(set)
-		}
-		lines, array := configFor("json_lines"), configFor("json_array")
-		for _, cfg := range []*config.Config{lines, array} {
-			var fired atomic.Bool
-			crashing := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
-				if s == drain.StepMidUpload && fired.CompareAndSwap(false, true) {
-					return errors.New("injected")
-				}
-				return nil
-			})})
-			if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-				t.Fatalf("crashing run on %s: %v", cfg.Plugin.OutputFormat, err)
-			}
-			time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond)
-		}
+		lines, array := w.formatConfigs("flip", topic, nil)
+		w.dieMidUploadOnEach(lines, array)
 		s := w.sink(lines, app.Options{})
 		w.drainUntilQuiet(s, topic, 10)
 
@@ -534,48 +499,12 @@ func TestVoidedKeyWithRejectedRecords(t *testing.T) {
 			}
 			return errorPayload(p, n)
 		})
-		configFor := func(format string) *config.Config {
-			set := w.settings("flipbad", topic)
-			set["SINK_OUTPUT_FORMAT"] = format
-			set["SINK_INVALID_PAYLOAD"] = "error_object"
-			set["SINK_FILE_ROTATION"] = "messages"
-			set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
-			return w.config(set)
-		}
-		lines, array := configFor("json_lines"), configFor("json_array")
-		for _, cfg := range []*config.Config{lines, array} {
-			var fired atomic.Bool
-			crashing := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
-				if s == drain.StepMidUpload && fired.CompareAndSwap(false, true) {
-					return errors.New("injected")
-				}
-				return nil
-			})})
-			if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-				t.Fatalf("crashing run on %s: %v", cfg.Plugin.OutputFormat, err)
-			}
-			time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond)
-		}
+		lines, array := w.formatConfigs("flipbad", topic, map[string]string{"SINK_INVALID_PAYLOAD": "error_object"})
+		w.dieMidUploadOnEach(lines, array)
 		s := w.sink(lines, app.Options{})
 		w.drainUntilQuiet(s, topic, 10)
 		w.auditClean(s)
-		seen := map[uint64]int{}
-		for _, k := range w.listKeys(s, "archive/_errors/") {
-			body, err := s.Objects.Get(context.Background(), k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
-				if len(line) == 0 {
-					continue
-				}
-				var rec struct{ Offset uint64 }
-				if err := json.Unmarshal(line, &rec); err != nil {
-					t.Fatalf("%s: %v", k, err)
-				}
-				seen[rec.Offset]++
-			}
-		}
+		seen := w.errorRecords(s)
 		for n := uint64(0); n < 30; n++ {
 			want := 0
 			if n < 10 || n%7 == 6 || n%21 == 20 {
@@ -586,4 +515,63 @@ func TestVoidedKeyWithRejectedRecords(t *testing.T) {
 			}
 		}
 	})
+}
+
+// formatConfigs is topic's configuration on json_lines and on json_array,
+// objects of 10 messages, with extra settings.
+func (w *world) formatConfigs(bucket, topic string, extra map[string]string) (lines, array *config.Config) {
+	w.t.Helper()
+	configFor := func(format string) *config.Config {
+		set := w.settings(bucket, topic)
+		set["SINK_OUTPUT_FORMAT"] = format
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
+		for k, v := range extra {
+			set[k] = v
+		}
+		return w.config(set)
+	}
+	return configFor("json_lines"), configFor("json_array")
+}
+
+// dieMidUploadOnEach runs a sink of each configuration in turn that dies in
+// the middle of its first upload, and waits for its lease to lapse.
+func (w *world) dieMidUploadOnEach(cfgs ...*config.Config) {
+	w.t.Helper()
+	for _, cfg := range cfgs {
+		var fired atomic.Bool
+		crashing := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepMidUpload && fired.CompareAndSwap(false, true) {
+				return errors.New("injected")
+			}
+			return nil
+		})})
+		if _, err := crashing.Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+			w.t.Fatalf("crashing run on %s: %v", cfg.Plugin.OutputFormat, err)
+		}
+		time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond)
+	}
+}
+
+// errorRecords counts, per offset, the records in every error object.
+func (w *world) errorRecords(s *app.Sink) map[uint64]int {
+	w.t.Helper()
+	seen := map[uint64]int{}
+	for _, k := range w.listKeys(s, "archive/_errors/") {
+		body, err := s.Objects.Get(context.Background(), k)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			var rec struct{ Offset uint64 }
+			if err := json.Unmarshal(line, &rec); err != nil {
+				w.t.Fatalf("%s: %v", k, err)
+			}
+			seen[rec.Offset]++
+		}
+	}
+	return seen
 }

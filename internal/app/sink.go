@@ -52,7 +52,6 @@ type Options struct {
 // ObjectStore is what the sink needs of S3.
 type ObjectStore interface {
 	drain.ObjectStore
-	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // Sink is a configured sink, ready to run any number of times.
@@ -68,6 +67,7 @@ type Sink struct {
 	drainOpts drain.Options
 	host      string
 	runs      atomic.Uint64
+	marked    drain.MarkedGenerations
 }
 
 // New builds the sink. AWS clients are made here, once; Iggy connections
@@ -223,6 +223,7 @@ func (s *Sink) Runner() *drain.Runner {
 		Owner:   fmt.Sprintf("%s/run-%d", s.host, n),
 		Logger:  s.log,
 		Hooks:   s.opts.Hooks,
+		Marked:  &s.marked,
 	}
 }
 

@@ -84,8 +84,15 @@ func (c *committer) start(ctx context.Context) (uint64, error) {
 // which changes exactly when the partition is re-created.
 func (c *committer) incarnation(ctx context.Context) error {
 	cur := identity(c.p.info)
-	if cur == 0 || cur == c.st.Incarnation {
+	switch {
+	case cur == 0:
 		return nil
+	case c.st.Incarnation == 0 && c.st.Generation == 0 && !c.st.HasWritten && c.st.Intent == nil:
+		// A fresh item: S3 may hold generations from before it (issue
+		// 21, item 2).
+		return c.startGeneration(ctx, cur)
+	case cur == c.st.Incarnation:
+		return c.markGeneration(ctx)
 	}
 	recreated := false
 	switch {
@@ -101,26 +108,37 @@ func (c *committer) incarnation(ctx context.Context) error {
 		}
 	}
 	if !recreated {
-		return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
-		})
+		}); err != nil {
+			return err
+		}
+		return c.markGeneration(ctx)
+	}
+	if c.st.Generation == ^uint32(0) {
+		return fmt.Errorf("partition re-created: generation limit %d reached", c.st.Generation)
+	}
+	// A state restored from an old backup may be behind S3's generations.
+	gen, err := c.liveGeneration(ctx, cur, c.st.Generation+1)
+	if err != nil {
+		return err
 	}
 	c.p.log.Warn("partition was deleted and re-created in Iggy: archiving the new one from offset 0 as a new generation",
-		"recorded_incarnation", describeIdentity(c.st.Incarnation), "incarnation", describeIdentity(cur), "generation", c.st.Generation+1)
+		"recorded_incarnation", describeIdentity(c.st.Incarnation), "incarnation", describeIdentity(cur), "generation", gen)
 	if in := c.st.Intent; in != nil {
 		if err := c.retire(ctx, *in); err != nil {
 			return err
 		}
 	}
 	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.Reset(ctx, st, cur, c.p.r.Options.Lease)
+		return c.p.r.State.Reset(ctx, st, cur, gen, c.p.r.Options.Lease)
 	}); err != nil {
 		return err
 	}
 	c.names = c.names.Generation(c.st.Generation)
 	c.ps.Recreated, c.ps.Generation = true, c.st.Generation
 	c.hasStored = c.hasStored && c.stored <= c.p.info.CurrentOffset // else an offset of the old incarnation
-	return nil
+	return c.markGeneration(ctx)
 }
 
 // exactBase offsets a recorded identity that is Iggy 0.10's incarnation

@@ -35,7 +35,7 @@ type StateStore interface {
 	Abandon(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Skip(ctx context.Context, s state.State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (state.State, error)
 	Adopt(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
-	Reset(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
+	Reset(ctx context.Context, s state.State, incarnation uint64, generation uint32, ttl time.Duration) (state.State, error)
 	Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Release(ctx context.Context, s state.State) error
 }
@@ -49,6 +49,8 @@ type ObjectStore interface {
 	List(ctx context.Context, prefix string, fn func(key string, size int64) error) error
 	// ListAfter is List from the first key after startAfter.
 	ListAfter(ctx context.Context, prefix, startAfter string, fn func(key string, size int64) error) error
+	// Get returns the whole object at key.
+	Get(ctx context.Context, key string) ([]byte, error)
 	// Head reports whether key exists, and its size.
 	Head(ctx context.Context, key string) (size int64, found bool, err error)
 	// AbortUploads aborts the multipart uploads still open for key.

@@ -100,6 +100,9 @@ type putWatcher struct {
 
 func (p *putWatcher) Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error) {
 	res, err := p.ObjectStore.Put(ctx, obj, body)
+	if isGenerationMarker(obj.Key) {
+		return res, err // written before the upload a stale run stalls in
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.errs[obj.Key] = err
@@ -283,12 +286,20 @@ func (w *world) voidedKeys(s *app.Sink, prefix string) []string {
 	return out
 }
 
-// listKeys lists every key under prefix.
+// isGenerationMarker reports the keys of generation markers, which every
+// partition has beside its objects.
+func isGenerationMarker(key string) bool {
+	return strings.Contains(key, "/"+keys.GenerationsFolder+"/")
+}
+
+// listKeys lists every key under prefix but the generation markers.
 func (w *world) listKeys(s *app.Sink, prefix string) []string {
 	w.t.Helper()
 	var out []string
 	err := s.Objects.List(context.Background(), prefix, func(key string, _ int64) error {
-		out = append(out, key)
+		if !isGenerationMarker(key) {
+			out = append(out, key)
+		}
 		return nil
 	})
 	if err != nil {

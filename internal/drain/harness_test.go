@@ -385,8 +385,8 @@ func (w *world) objects(s *app.Sink, prefix string) []object {
 	}
 	err = s.Objects.List(ctx, prefix, func(key string, size int64) error {
 		name := key[strings.LastIndexByte(key, '/')+1:]
-		if strings.HasPrefix(name, "_") || voided[key] {
-			return nil // a gap or void marker, or a voided key
+		if strings.HasPrefix(name, "_") || voided[key] || isGenerationMarker(key) {
+			return nil // a gap, void or generation marker, or a voided key
 		}
 		n, ok := keys.ParseName(key)
 		if !ok {

@@ -26,6 +26,9 @@ type Runner struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	Hooks  []Hook
+	// Marked, shared by the runs of one process, spares them writing the
+	// generation markers again; nil writes them every run.
+	Marked *MarkedGenerations
 
 	hooks hooks
 }

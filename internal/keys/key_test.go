@@ -449,3 +449,39 @@ func TestListing(t *testing.T) {
 		t.Errorf("time-first Listing = %v", got)
 	}
 }
+
+// Generation markers sit in one folder per topic, whatever the template,
+// so that a fresh state item finds every generation of its partition with
+// one short listing.
+func TestGenerationMarkerNames(t *testing.T) {
+	n := NewNamer("archive/", mustParse(t, "dt={date}/{stream}/{topic}"), "jsonl")
+	p := n.Partition("app", "orders v2", 3)
+	for _, tc := range []struct {
+		gen  uint32
+		want string
+	}{
+		{0, "archive/_generations/app/orders_v2/00003-g0.json"},
+		{1, "archive/_generations/app/orders_v2/00003-g1.json"},
+		{4294967295, "archive/_generations/app/orders_v2/00003-g4294967295.json"},
+	} {
+		key := p.Generation(tc.gen).GenerationMarker()
+		if key != tc.want {
+			t.Errorf("generation %d: %q, want %q", tc.gen, key, tc.want)
+		}
+		if g, ok := p.ParseGenerationMarker(key); !ok || g != tc.gen {
+			t.Errorf("ParseGenerationMarker(%q) = %d, %v", key, g, ok)
+		}
+	}
+	for _, key := range []string{
+		"archive/_generations/app/orders_v2/00003-g01.json",
+		"archive/_generations/app/orders_v2/00003-g.json",
+		"archive/_generations/app/orders_v2/00003-g1.json.tmp",
+		"archive/_generations/app/orders_v2/00003-g4294967296.json",
+		"archive/_generations/app/orders_v2/00013-g1.json",
+		"archive/_generations/app/orders/00003-g1.json",
+	} {
+		if g, ok := p.ParseGenerationMarker(key); ok {
+			t.Errorf("ParseGenerationMarker(%q) = %d, want refused", key, g)
+		}
+	}
+}

@@ -239,15 +239,15 @@ func (d *Dynamo) Adopt(ctx context.Context, s State, incarnation uint64, ttl tim
 }
 
 // Reset implements Store.
-func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
-	if err := checkIncarnation("reset", s, incarnation, ttl); err != nil {
+func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, generation uint32, ttl time.Duration) (State, error) {
+	if err := checkReset(s, incarnation, generation, ttl); err != nil {
 		return State{}, err
 	}
 	return d.write(ctx, "reset", s, ttl,
-		", #inc = :inc, #hw = :false, #lw = :zero, #lts = :zero, #if = :zero, #il = :zero, #ik = :none, #its = :zero ADD #ver :one, #gen :one", "",
-		map[string]types.AttributeValue{":inc": num(incarnation), ":none": str(""), ":zero": num(0), ":false": &types.AttributeValueMemberBOOL{Value: false}},
+		", #inc = :inc, #gen = :gen, #hw = :false, #lw = :zero, #lts = :zero, #if = :zero, #il = :zero, #ik = :none, #its = :zero ADD #ver :one", "",
+		map[string]types.AttributeValue{":inc": num(incarnation), ":gen": num(uint64(generation)), ":none": str(""), ":zero": num(0), ":false": &types.AttributeValueMemberBOOL{Value: false}},
 		func(old State) bool {
-			return old.Incarnation == incarnation && old.Generation == s.Generation+1 && !old.HasWritten && old.Intent == nil
+			return old.Incarnation == incarnation && old.Generation == generation && !old.HasWritten && old.Intent == nil
 		})
 }
 

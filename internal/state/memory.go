@@ -110,9 +110,9 @@ func (m *Memory) Adopt(ctx context.Context, s State, incarnation uint64, ttl tim
 }
 
 // Reset implements Store.
-func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
-	return m.update(ctx, "reset", s, ttl, func() error { return checkIncarnation("reset", s, incarnation, ttl) }, func(cur *State) {
-		cur.Incarnation, cur.Generation = incarnation, cur.Generation+1
+func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, generation uint32, ttl time.Duration) (State, error) {
+	return m.update(ctx, "reset", s, ttl, func() error { return checkReset(s, incarnation, generation, ttl) }, func(cur *State) {
+		cur.Incarnation, cur.Generation = incarnation, generation
 		cur.HasWritten, cur.LastWritten, cur.LastTimestamp, cur.Intent = false, 0, 0, nil
 	})
 }

@@ -96,11 +96,13 @@ type Store interface {
 	// partition's creation time is seen, or when the server reports another one for what the group's
 	// offsets show is the same partition.
 	Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
-	// Reset moves the state to a new incarnation of its partition: Generation++, Incarnation set,
-	// position and intent cleared (HasWritten false, LastWritten 0, no intent); counters are kept.
+	// Reset moves the state to a new incarnation of its partition: Generation set to generation
+	// (above the state's: usually one more, more when S3 already holds later generations of the
+	// partition), Incarnation set, position and intent cleared (HasWritten false, LastWritten 0,
+	// no intent); counters are kept.
 	// Dropping the old incarnation's intent in the same write leaves no state in which it is gone
 	// but the incarnation not yet moved on.
-	Reset(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error)
+	Reset(ctx context.Context, s State, incarnation uint64, generation uint32, ttl time.Duration) (State, error)
 	// Renew extends the lease by ttl.
 	Renew(ctx context.Context, s State, ttl time.Duration) (State, error)
 	// Release clears the lease if still ours (no error if another owner holds it or it was already
@@ -186,11 +188,18 @@ func checkIncarnation(op string, s State, incarnation uint64, ttl time.Duration)
 	if err := checkHeld(op, s, ttl); err != nil {
 		return err
 	}
-	switch {
-	case incarnation == 0:
+	if incarnation == 0 {
 		return fmt.Errorf("state: %s %s: incarnation 0 is reserved for \"none recorded\"", op, s.Key)
-	case op == "reset" && s.Generation == math.MaxUint32:
-		return fmt.Errorf("state: reset %s: generation limit reached", s.Key)
+	}
+	return nil
+}
+
+func checkReset(s State, incarnation uint64, generation uint32, ttl time.Duration) error {
+	if err := checkIncarnation("reset", s, incarnation, ttl); err != nil {
+		return err
+	}
+	if generation <= s.Generation {
+		return fmt.Errorf("state: reset %s: generation %d does not follow generation %d", s.Key, generation, s.Generation)
 	}
 	return nil
 }

@@ -1,0 +1,184 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+)
+
+// MarkedGenerations remembers, across the runs of one process, which
+// generation markers are known to be in S3, so that each is written once
+// per process rather than once per run. The zero value is ready; a nil
+// one writes (create-only) every run.
+type MarkedGenerations struct{ keys sync.Map }
+
+// maxMarkerSize bounds what is read of a generation marker: a bigger
+// object under its key is not the sink's.
+const maxMarkerSize = 64 << 10
+
+// generationMarker is the body of a generation marker: which incarnation
+// of the partition generation Generation archives, and one of its messages
+// (offset, server time), by which a later run knows that incarnation when
+// the server's identity cannot tell (a creation time 0.8.0 re-stamps on
+// restart).
+type generationMarker struct {
+	Stream      string `json:"stream"`
+	Topic       string `json:"topic"`
+	Partition   uint32 `json:"partition"`
+	Generation  uint32 `json:"generation"`
+	Identity    uint64 `json:"identity"`
+	Incarnation string `json:"incarnation"`
+	Offset      uint64 `json:"offset"`
+	Timestamp   uint64 `json:"timestamp"`
+}
+
+// markGeneration writes the marker of the state's generation, create-only,
+// if this process has not seen it yet. The first marker of a generation
+// stays: a later one could only name another message of the same
+// incarnation.
+func (c *committer) markGeneration(ctx context.Context) error {
+	key := c.names.GenerationMarker()
+	if m := c.p.r.Marked; m != nil {
+		if _, ok := m.keys.Load(key); ok {
+			return nil
+		}
+	}
+	off, ts := c.st.LastWritten, c.st.LastTimestamp
+	if in := c.st.Intent; in != nil && in.FirstTimestamp != 0 {
+		off, ts = in.First, in.FirstTimestamp
+	} else if !c.st.HasWritten || ts == 0 {
+		msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, 0, 1, nil)
+		if err != nil {
+			return fmt.Errorf("read a message for the generation marker: %w", err)
+		}
+		if len(msgs) == 0 {
+			return nil // nothing to tell this incarnation by yet
+		}
+		off, ts = msgs[0].Offset, msgs[0].Timestamp
+	}
+	body, err := json.Marshal(generationMarker{
+		Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, Generation: c.st.Generation,
+		Identity: c.st.Incarnation, Incarnation: describeIdentity(c.st.Incarnation), Offset: off, Timestamp: ts,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.p.r.Objects.Put(ctx, s3store.Object{Key: key, ContentType: "application/json"}, body)
+	if err != nil && !errors.Is(err, s3store.ErrConflict) {
+		return fmt.Errorf("write the generation marker %s: %w", key, err)
+	}
+	if m := c.p.r.Marked; m != nil {
+		m.keys.Store(key, struct{}{})
+	}
+	return nil
+}
+
+// liveGeneration is the generation the live incarnation (identity cur) has
+// in S3, for a state that is about to start one: a fresh state item
+// (floor 0) or a re-created partition (floor the state's generation + 1).
+// The newest generation marker decides: its incarnation, if live, keeps its
+// generation (its objects are adopted); else the next one is new. Without a
+// marker at or above floor, floor.
+func (c *committer) liveGeneration(ctx context.Context, cur uint64, floor uint32) (uint32, error) {
+	names := c.names
+	newest, found := uint32(0), false
+	var size int64
+	prefix := names.GenerationsPrefix()
+	err := c.await(ctx, func(ctx context.Context) error {
+		return c.p.r.Objects.List(ctx, prefix, func(key string, sz int64) error {
+			if g, ok := names.ParseGenerationMarker(key); ok && (!found || g > newest) {
+				newest, found, size = g, true, sz
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list the generation markers under %q: %w", prefix, err)
+	}
+	if !found || newest < floor {
+		return floor, nil
+	}
+	key := names.Generation(newest).GenerationMarker()
+	if size > maxMarkerSize {
+		return 0, fmt.Errorf("generation marker %s is %d bytes, not one the sink wrote: remove it, or move it aside, to go on", key, size)
+	}
+	var body []byte
+	err = c.await(ctx, func(ctx context.Context) (err error) {
+		body, err = c.p.r.Objects.Get(ctx, key)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the generation marker %s: %w", key, err)
+	}
+	var m generationMarker
+	if err := json.Unmarshal(body, &m); err != nil || m.Generation != newest || m.Stream != c.p.bp.Stream || m.Topic != c.p.bp.Topic || m.Partition != c.p.bp.ID {
+		return 0, fmt.Errorf("generation marker %s does not describe generation %d of %s/%s/%d: remove it, or move it aside, to go on", key, newest, c.p.bp.Stream, c.p.bp.Topic, c.p.bp.ID)
+	}
+	live, err := c.isLive(ctx, m, cur)
+	if err != nil {
+		return 0, err
+	}
+	if live {
+		c.p.log.Info("S3 holds a generation of the live incarnation: going on with it", "generation", newest)
+		return newest, nil
+	}
+	if newest == ^uint32(0) {
+		return 0, fmt.Errorf("partition %s/%s/%d: generation limit reached", c.p.bp.Stream, c.p.bp.Topic, c.p.bp.ID)
+	}
+	return newest + 1, nil
+}
+
+// isLive reports whether the marker's incarnation is the live one: the same
+// 0.10 incarnation number, else the marker's message still at its offset
+// with its server time; when retention took that message, the same
+// creation time.
+func (c *committer) isLive(ctx context.Context, m generationMarker, cur uint64) (bool, error) {
+	if exactIdentity(cur) && exactIdentity(m.Identity) {
+		return cur == m.Identity, nil
+	}
+	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, m.Offset, 1, nil)
+	switch {
+	case err != nil:
+		return false, err
+	case !owned:
+		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
+		if err != nil {
+			return false, err
+		}
+		if !mine {
+			return false, fmt.Errorf("%w: it moved before its generation could be told", source.ErrNotOwner)
+		}
+		return false, nil // the partition ends before the marker's message
+	case len(msgs) == 0:
+		return false, nil
+	case msgs[0].Offset == m.Offset && m.Timestamp != 0:
+		return msgs[0].Timestamp == m.Timestamp, nil
+	}
+	return m.Identity == cur, nil
+}
+
+// startGeneration records cur as the incarnation of a fresh state item, at
+// the generation S3 says it has.
+func (c *committer) startGeneration(ctx context.Context, cur uint64) error {
+	gen, err := c.liveGeneration(ctx, cur, 0)
+	if err != nil {
+		return err
+	}
+	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		if gen == 0 {
+			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
+		}
+		return c.p.r.State.Reset(ctx, st, cur, gen, c.p.r.Options.Lease)
+	}); err != nil {
+		return err
+	}
+	c.names = c.names.Generation(c.st.Generation)
+	c.ps.Generation = c.st.Generation
+	return c.markGeneration(ctx)
+}

@@ -1,0 +1,54 @@
+package keys
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// GenerationsFolder is the folder under the prefix that holds generation
+// markers: one small JSON object per generation of each partition, which
+// ties the generation to the incarnation of the partition it archives. It
+// outlives the state table, so a state item created fresh (a new table, a
+// restore) can tell which generation is the live one (issue 21, item 2).
+// The leading '_' keeps it out of what Athena, Hive and Spark read.
+const GenerationsFolder = "_generations"
+
+// GenerationMarker is the key of the marker of this namer's generation:
+// <prefix>/_generations/<stream>/<topic>/<PPPPP>-g<generation>.json, the
+// names as Segment renders them, so no name can lead it out of the prefix.
+func (p PartitionNamer) GenerationMarker() string {
+	return p.GenerationsPrefix() + strconv.FormatUint(uint64(p.generation), 10) + ".json"
+}
+
+// GenerationsPrefix is the listing prefix of every generation marker of
+// the partition, and of nothing else.
+func (p PartitionNamer) GenerationsPrefix() string {
+	dst := appendPrefix(nil, p.n.prefix)
+	dst = append(dst, GenerationsFolder...)
+	dst = append(dst, '/')
+	dst = appendSegment(dst, p.stream)
+	dst = append(dst, '/')
+	dst = appendSegment(dst, p.topic)
+	dst = append(dst, '/')
+	dst = appendPadded(dst, uint64(p.partition), 5)
+	return string(append(dst, "-g"...))
+}
+
+// ParseGenerationMarker reads the generation from a key GenerationMarker
+// gave for one of the partitions under prefix; false for any other key.
+func (p PartitionNamer) ParseGenerationMarker(key string) (uint32, bool) {
+	rest, ok := strings.CutPrefix(key, p.GenerationsPrefix())
+	if !ok {
+		return 0, false
+	}
+	digits, ok := strings.CutSuffix(rest, ".json")
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	g, ok := parseDigits(digits)
+	if !ok || g > math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(g), true
+}

@@ -134,7 +134,7 @@ func TestAuditModeUnderEmulator(t *testing.T) {
 	}
 	var dir string
 	for _, o := range list.Contents {
-		if k := *o.Key; strings.Contains(k, "/00002-") {
+		if k := *o.Key; strings.Contains(k, "/00002-") && !strings.Contains(k, "/_generations/") {
 			dir = k[:strings.LastIndexByte(k, '/')+1]
 		}
 	}

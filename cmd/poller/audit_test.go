@@ -61,7 +61,7 @@ func TestAuditJSON(t *testing.T) {
 	}
 
 	client := st.s3.Client(t)
-	list, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("poller"), Prefix: aws.String("p/")})
+	list, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("poller"), Prefix: aws.String("p/app/")})
 	if err != nil || len(list.Contents) == 0 {
 		t.Fatalf("list: %v", err)
 	}

@@ -249,7 +249,20 @@ func TestTopicsResolvedOnce(t *testing.T) {
 	}
 }
 
+// listKeys lists the keys under prefix but the generation and name markers
+// (under p/_generations/, which allKeys lists too).
 func listKeys(t *testing.T, st *stack, prefix string) []string {
+	t.Helper()
+	var keys []string
+	for _, k := range allKeys(t, st, prefix) {
+		if !strings.HasPrefix(k, "p/_generations/") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func allKeys(t *testing.T, st *stack, prefix string) []string {
 	t.Helper()
 	out, err := st.s3.Client(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("poller"), Prefix: aws.String(prefix)})
 	if err != nil {
@@ -293,9 +306,13 @@ func TestStreamNamedDotDotStaysUnderPrefix(t *testing.T) {
 	if code := runBounded(t, 60*time.Second, []string{"once"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, errb.String())
 	}
-	all := listKeys(t, st, "")
-	if len(all) != 1 || !strings.HasPrefix(all[0], "p/__/t/") {
+	if all := listKeys(t, st, ""); len(all) != 1 || !strings.HasPrefix(all[0], "p/__/t/") {
 		t.Fatalf("objects in the bucket: %v, want one under p/__/t/", all)
+	}
+	for _, k := range allKeys(t, st, "") {
+		if !strings.HasPrefix(k, "p/") || strings.Contains(k, "/../") {
+			t.Fatalf("key %q is outside the prefix", k)
+		}
 	}
 }
 

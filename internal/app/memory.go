@@ -13,7 +13,9 @@ import (
 // plus the one allowed to read ahead while it uploads, either an object
 // built in memory (up to multipart_threshold, and its compressed copy) or the
 // two part buffers of a streamed upload; one poll batch per partition
-// (batch_length messages, counted at 1 KiB); and a base for the Iggy client,
+// (max_poll_bytes and a reply's margin: polls adapt their count to the
+// largest message, so this holds whatever the messages' size); and a base
+// for the Iggy client,
 // the compressors and the runtime. A Parquet object also needs the file
 // written from the kept messages, or, streamed, one row group's column
 // chunks: counted at a third of their input when compressed (JSON logs
@@ -41,13 +43,14 @@ func MemoryBudget(cfg *config.Config) int64 {
 		perPartition += perPartition / 2 // the compressed copy, for JSON well under half
 		base += 16 << 20                 // encoder windows
 	}
-	var poll int64
-	for _, s := range cfg.Streams {
-		poll = max(poll, int64(s.BatchLength)<<10)
-	}
+	poll := p.MaxPollBytes + PollReplyMargin
 	conc := int64(p.PartitionConcurrency)
 	return (conc+1)*perPartition + conc*poll + base
 }
+
+// PollReplyMargin is what a poll reply may hold beyond max_poll_bytes: the
+// reply's own headers, and the frame of one message of max_poll_bytes.
+const PollReplyMargin = 64 << 10
 
 // ApplyMemoryLimit sets the Go runtime's soft memory limit to the run's
 // budget, so that the garbage collector keeps the process near what it

@@ -38,6 +38,7 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 		Compression:          comp,
 		Rotation:             rot,
 		KeepLimit:            keepLimit,
+		MaxPollBytes:         pc.MaxPollBytes,
 		Lease:                pc.LeaseDuration,
 		DeadlineMargin:       pc.DeadlineMargin,
 		PartitionConcurrency: pc.PartitionConcurrency,

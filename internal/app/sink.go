@@ -139,6 +139,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		Address: cfg.Iggy.Address, Protocol: cfg.Iggy.Protocol, Username: cfg.Iggy.Username, Password: cfg.Iggy.Password.Reveal(), Token: cfg.Iggy.Token.Reveal(),
 		TLS: cfg.Iggy.TLSEnabled, TLSCAFile: cfg.Iggy.TLSCAFile, TLSDomain: cfg.Iggy.TLSDomain, ConnectTimeout: cfg.Iggy.ConnectTimeout,
 		RequestTimeout: cfg.Iggy.RequestTimeout, Keepalive: cfg.Iggy.Keepalive,
+		MaxPollReply: uint32(cfg.Plugin.MaxPollBytes + PollReplyMargin),
 	}
 	if id := cfg.Iggy.CredentialsSecret; id != "" {
 		sm := secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {

@@ -43,9 +43,10 @@ type Range struct {
 	Key         string
 	// Gap is set for a gap marker; Hole too for a hole marker (offsets
 	// Iggy never had: its offsets skip them, so no message is missing);
-	// Skip too for a skip marker (offsets the group was moved past).
-	Gap, Hole, Skip bool
-	Size            int64
+	// Skip too for a skip marker (offsets the group was moved past);
+	// TooLarge too for a too-large marker (a message over max_poll_bytes).
+	Gap, Hole, Skip, TooLarge bool
+	Size                      int64
 	// Generation is the partition's incarnation (0 until it is re-created).
 	Generation uint32
 }
@@ -75,7 +76,10 @@ type Report struct {
 	// Skipped counts the skip markers among them: offsets passed over
 	// because the consumer group's offset was moved past them (by an
 	// operator) before the sink archived them.
-	Skipped   int     `json:"skipped,omitempty"`
+	Skipped int `json:"skipped,omitempty"`
+	// TooLarge counts the too-large markers among them: messages larger
+	// than max_poll_bytes, reported with their offsets instead of archived.
+	TooLarge  int     `json:"too_large,omitempty"`
 	Messages  uint64  `json:"messages"`
 	Bytes     int64   `json:"bytes"`
 	First     *uint64 `json:"first,omitempty"`
@@ -156,7 +160,7 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 					voided[k] = true
 				}
 			default:
-				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, Size: size, Generation: n.Generation})
+				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, TooLarge: n.TooLarge, Size: size, Generation: n.Generation})
 			}
 			return nil
 		})
@@ -321,6 +325,9 @@ func Verify(p Partition, ranges []Range) Report {
 			if r.Skip {
 				rep.Skipped++
 			}
+			if r.TooLarge {
+				rep.TooLarge++
+			}
 		} else {
 			rep.Objects++
 			rep.Messages += r.Last - r.First + 1
@@ -345,6 +352,13 @@ func Verify(p Partition, ranges []Range) Report {
 	if prev != nil {
 		f, l := ranges[0].First, prev.Last
 		rep.First, rep.Last = &f, &l
+		// Every generation is archived from offset 0 on; what came before
+		// the first object is a marker's to say (retention, a group moved
+		// past, a rename), so a range that starts later with none is a
+		// gap like any other (issue 21, item 11).
+		if f > 0 {
+			rep.Gaps = append(rep.Gaps, fmt.Sprintf("offsets 0..%d: before the first object (%s), in no object and no gap marker", f-1, ranges[0].Key))
+		}
 	}
 	switch {
 	case p.Committed == nil && prev != nil:
@@ -388,6 +402,9 @@ func Write(w io.Writer, reports []Report) error {
 		if r.Skipped > 0 {
 			markers += fmt.Sprintf(" (%d of them offsets the consumer group was moved past)", r.Skipped)
 		}
+		if r.TooLarge > 0 {
+			markers += fmt.Sprintf(" (%d of them messages larger than max_poll_bytes)", r.TooLarge)
+		}
 		if _, err := fmt.Fprintf(w, "%-4s %s: %d objects, %d messages, %d bytes, %s, %s, committed %s\n",
 			verdict, part, r.Objects, r.Messages, r.Bytes, span, markers, committed); err != nil {
 			return err
@@ -423,6 +440,7 @@ type Verdict struct {
 	GapMarkers int      `json:"gap_markers"`
 	IggyHoles  int      `json:"iggy_holes,omitempty"`
 	Skipped    int      `json:"skipped,omitempty"`
+	TooLarge   int      `json:"too_large,omitempty"`
 	Overlaps   int      `json:"overlaps"`
 	Gaps       int      `json:"unreported_gaps"`
 	Reports    []Report `json:"reports"`
@@ -445,6 +463,7 @@ func Summarize(reports []Report) Verdict {
 		v.GapMarkers += r.GapMarkers
 		v.IggyHoles += r.IggyHoles
 		v.Skipped += r.Skipped
+		v.TooLarge += r.TooLarge
 		v.Overlaps += len(r.Overlaps)
 		v.Gaps += len(r.Gaps)
 		v.OK = v.OK && r.OK()

@@ -67,6 +67,7 @@ type Plugin struct {
 	LeaseDuration        time.Duration
 	DeadlineMargin       time.Duration
 	MultipartThreshold   int64
+	MaxPollBytes         int64
 	PartSize             int64
 	MetricsNamespace     string
 	// RunTimeout bounds one run (the Lambda's own deadline still applies when shorter).

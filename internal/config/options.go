@@ -285,6 +285,9 @@ func buildOptions() []*option {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).LeaseDuration }, MinLeaseDuration)
 		}),
 		plugin("deadline_margin", kDuration, "10s", "stop starting new objects when less time than this remains", func(p *Plugin) any { return &p.DeadlineMargin }),
+		with(plugin("max_poll_bytes", kByteSize, "16MiB", "most bytes one poll takes in (64KiB..60MiB): the messages asked for adapt to the largest seen, down to one; a message larger than this is reported by a .toolarge marker with its offset instead of archived (on 0.8 the SDK reads it first)", func(p *Plugin) any { return &p.MaxPollBytes }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MaxPollBytes }, 64<<10, 60<<20, "between 64KiB and 60MiB")
+		}),
 		with(plugin("multipart_threshold", kByteSize, "16MiB", "objects larger than this upload as multipart (at least 5MiB)", func(p *Plugin) any { return &p.MultipartThreshold }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MultipartThreshold }, minPartSize, maxObjectSize, "between 5MiB and 5TiB")
 		}),

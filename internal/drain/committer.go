@@ -66,6 +66,9 @@ func (c *committer) start(ctx context.Context) (uint64, error) {
 	if err := c.incarnation(ctx); err != nil {
 		return 0, err
 	}
+	if err := c.markNames(ctx); err != nil {
+		return 0, err
+	}
 	if c.st.Intent != nil {
 		if err := c.recover(ctx); err != nil {
 			return 0, err
@@ -105,6 +108,11 @@ func (c *committer) incarnation(ctx context.Context) error {
 		var err error
 		if recreated, err = c.recreated(ctx); err != nil {
 			return err
+		}
+		if !recreated && !c.st.HasWritten && c.st.Intent == nil {
+			if recreated, err = c.markerDisowns(ctx, cur); err != nil {
+				return err
+			}
 		}
 	}
 	if !recreated {
@@ -178,27 +186,40 @@ func (c *committer) recreated(ctx context.Context) (bool, error) {
 	} else if !c.st.HasWritten {
 		return false, nil // nothing archived yet: nothing to tell apart
 	}
-	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+	m, err := c.messageAt(ctx, off, "its incarnation could be checked")
 	switch {
 	case err != nil:
 		return false, err
-	case !owned:
-		// An empty answer for a partition that moved proves nothing; 0.8
-		// answers an empty partition 0 that way too, so ask.
-		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
-		if err != nil {
-			return false, err
-		}
-		if !mine {
-			return false, fmt.Errorf("%w: it moved before its incarnation could be checked", source.ErrNotOwner)
-		}
+	case m == nil:
 		return true, nil // the partition ends before it
-	case len(msgs) == 0:
-		return true, nil // the partition ends before it
-	case msgs[0].Offset == off && ts != 0:
-		return msgs[0].Timestamp != ts, nil
+	case m.Offset == off && ts != 0:
+		return m.Timestamp != ts, nil
 	}
 	return !c.hasStored || c.stored > c.p.info.CurrentOffset, nil
+}
+
+// messageAt reads the message at off, or the first after it (retention);
+// nil when the partition ends before off. An empty answer for a partition
+// that moved proves nothing (0.8 answers an empty partition 0 that way
+// too), so ownership is asked: ErrNotOwner names what could not be done.
+func (c *committer) messageAt(ctx context.Context, off uint64, what string) (*batch.Message, error) {
+	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+	switch {
+	case err != nil:
+		return nil, err
+	case !owned:
+		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !mine {
+			return nil, fmt.Errorf("%w: it moved before %s", source.ErrNotOwner, what)
+		}
+		return nil, nil
+	case len(msgs) == 0:
+		return nil, nil
+	}
+	return &msgs[0], nil
 }
 
 // recover finishes the object a previous run recorded but did not complete:

@@ -36,8 +36,11 @@ type StateStore interface {
 	Skip(ctx context.Context, s state.State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (state.State, error)
 	Adopt(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
 	Reset(ctx context.Context, s state.State, incarnation uint64, generation uint32, ttl time.Duration) (state.State, error)
+	CarryOver(ctx context.Context, s state.State, from state.Carried, ttl time.Duration) (state.State, error)
 	Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Release(ctx context.Context, s state.State) error
+	// Get reads a partition's state without taking it; false when it has none.
+	Get(ctx context.Context, key state.Key) (state.State, bool, error)
 }
 
 // ObjectStore writes objects create-only and lists them (*s3store.Uploader).

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -104,21 +103,9 @@ func (c *committer) liveGeneration(ctx context.Context, cur uint64, floor uint32
 	if !found || newest < floor {
 		return floor, nil
 	}
-	key := names.Generation(newest).GenerationMarker()
-	if size > maxMarkerSize {
-		return 0, fmt.Errorf("generation marker %s is %d bytes, not one the sink wrote: remove it, or move it aside, to go on", key, size)
-	}
-	var body []byte
-	err = c.await(ctx, func(ctx context.Context) (err error) {
-		body, err = c.p.r.Objects.Get(ctx, key)
-		return err
-	})
+	m, err := c.readMarker(ctx, newest, size)
 	if err != nil {
-		return 0, fmt.Errorf("read the generation marker %s: %w", key, err)
-	}
-	var m generationMarker
-	if err := json.Unmarshal(body, &m); err != nil || m.Generation != newest || m.Stream != c.p.bp.Stream || m.Topic != c.p.bp.Topic || m.Partition != c.p.bp.ID {
-		return 0, fmt.Errorf("generation marker %s does not describe generation %d of %s/%s/%d: remove it, or move it aside, to go on", key, newest, c.p.bp.Stream, c.p.bp.Topic, c.p.bp.ID)
+		return 0, err
 	}
 	live, err := c.isLive(ctx, m, cur)
 	if err != nil {
@@ -134,6 +121,51 @@ func (c *committer) liveGeneration(ctx context.Context, cur uint64, floor uint32
 	return newest + 1, nil
 }
 
+// readMarker reads the generation marker of generation gen, size bytes.
+func (c *committer) readMarker(ctx context.Context, gen uint32, size int64) (generationMarker, error) {
+	var m generationMarker
+	key := c.names.Generation(gen).GenerationMarker()
+	if size > maxMarkerSize {
+		return m, fmt.Errorf("generation marker %s is %d bytes, not one the sink wrote: remove it, or move it aside, to go on", key, size)
+	}
+	var body []byte
+	err := c.await(ctx, func(ctx context.Context) (err error) {
+		body, err = c.p.r.Objects.Get(ctx, key)
+		return err
+	})
+	if err != nil {
+		return m, fmt.Errorf("read the generation marker %s: %w", key, err)
+	}
+	if err := json.Unmarshal(body, &m); err != nil || m.Generation != gen || m.Stream != c.p.bp.Stream || m.Topic != c.p.bp.Topic || m.Partition != c.p.bp.ID {
+		return m, fmt.Errorf("generation marker %s does not describe generation %d of %s/%s/%d: remove it, or move it aside, to go on", key, gen, c.p.bp.Stream, c.p.bp.Topic, c.p.bp.ID)
+	}
+	return m, nil
+}
+
+// markerDisowns reports whether the marker of the state's generation ties
+// it to another incarnation than cur: a state that archived nothing yet
+// cannot tell a re-creation by its own record, but S3 may hold the
+// generation's earlier objects (a state item leased before any run drained
+// its partition, then the partition re-created).
+func (c *committer) markerDisowns(ctx context.Context, cur uint64) (bool, error) {
+	key := c.names.GenerationMarker()
+	var size int64
+	var found bool
+	err := c.await(ctx, func(ctx context.Context) (err error) {
+		size, found, err = c.p.r.Objects.Head(ctx, key)
+		return err
+	})
+	if err != nil || !found {
+		return false, err
+	}
+	m, err := c.readMarker(ctx, c.st.Generation, size)
+	if err != nil {
+		return false, err
+	}
+	live, err := c.isLive(ctx, m, cur)
+	return !live, err
+}
+
 // isLive reports whether the marker's incarnation is the live one: the same
 // 0.10 incarnation number, else the marker's message still at its offset
 // with its server time; when retention took that message, the same
@@ -142,23 +174,14 @@ func (c *committer) isLive(ctx context.Context, m generationMarker, cur uint64) 
 	if exactIdentity(cur) && exactIdentity(m.Identity) {
 		return cur == m.Identity, nil
 	}
-	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, m.Offset, 1, nil)
+	at, err := c.messageAt(ctx, m.Offset, "its generation could be told")
 	switch {
 	case err != nil:
 		return false, err
-	case !owned:
-		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
-		if err != nil {
-			return false, err
-		}
-		if !mine {
-			return false, fmt.Errorf("%w: it moved before its generation could be told", source.ErrNotOwner)
-		}
+	case at == nil:
 		return false, nil // the partition ends before the marker's message
-	case len(msgs) == 0:
-		return false, nil
-	case msgs[0].Offset == m.Offset && m.Timestamp != 0:
-		return msgs[0].Timestamp == m.Timestamp, nil
+	case at.Offset == m.Offset && m.Timestamp != 0:
+		return at.Timestamp == m.Timestamp, nil
 	}
 	return m.Identity == cur, nil
 }
@@ -166,7 +189,14 @@ func (c *committer) isLive(ctx context.Context, m generationMarker, cur uint64) 
 // startGeneration records cur as the incarnation of a fresh state item, at
 // the generation S3 says it has.
 func (c *committer) startGeneration(ctx context.Context, cur uint64) error {
-	gen, err := c.liveGeneration(ctx, cur, 0)
+	carried, floor, err := c.carryOver(ctx, cur)
+	if err != nil {
+		return err
+	}
+	if carried {
+		return c.incarnation(ctx) // the carried state's, checked as any other
+	}
+	gen, err := c.liveGeneration(ctx, cur, floor)
 	if err != nil {
 		return err
 	}

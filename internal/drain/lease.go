@@ -54,6 +54,8 @@ func (c *committer) intentFor(s *sealed) state.Intent {
 	switch {
 	case s.gap && s.cause == CauseIggyHole:
 		key = c.names.Hole(s.first, s.last, s.ts)
+	case s.gap && s.cause == CauseTooLarge:
+		key = c.names.TooLarge(s.first, s.last, s.ts)
 	case s.gap && s.cause == CauseSkipped:
 		key = c.names.Skip(s.first, s.last, s.ts)
 	case s.gap:

@@ -27,6 +27,10 @@ type Options struct {
 	// KeepLimit is the largest object built in memory; a larger one is
 	// re-read from Iggy and streamed as a multipart upload.
 	KeepLimit int64
+	// MaxPollBytes bounds what one poll takes in: the count asked for
+	// adapts to the largest message seen, and a message larger than this
+	// is reported by a too-large marker instead of archived.
+	MaxPollBytes int64
 	// Lease is how long a partition's lease lasts; it is renewed every third
 	// of it, and writing stops when a renewal fails for too long.
 	Lease time.Duration
@@ -56,6 +60,8 @@ func (o *Options) Validate() error {
 		return errors.New("drain: options: Names is nil")
 	case o.KeepLimit < 0:
 		return fmt.Errorf("drain: options: KeepLimit %d is negative", o.KeepLimit)
+	case o.MaxPollBytes < 1:
+		return fmt.Errorf("drain: options: MaxPollBytes %d is below 1", o.MaxPollBytes)
 	case o.Lease < time.Millisecond:
 		return fmt.Errorf("drain: options: Lease %s is below 1ms", o.Lease)
 	case o.DeadlineMargin < 0:

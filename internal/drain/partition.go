@@ -72,6 +72,9 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 	if errors.Is(err, ErrCrash) {
 		return lc, err
 	}
+	if errors.Is(err, state.ErrLeaseHeld) { // under the partition's earlier names (carryOver)
+		ps.Skipped, ps.Held, err = err.Error(), true, nil
+	}
 	if rerr := c.release(ctx); rerr != nil {
 		p.log.Warn("releasing the partition lease failed; it expires by itself", "lease", r.Options.Lease, "error", rerr.Error())
 	} else {

@@ -42,6 +42,7 @@ type readResult struct {
 	invalid        uint64
 	malformed      uint64
 	malformedAt    *uint64
+	pollBytesMax   uint64
 	stoppedBecause string
 	err            error
 }
@@ -54,6 +55,7 @@ func (res readResult) report(ps *PartitionSummary) {
 	}
 	ps.InvalidPayloads += res.invalid // the committer counted the objects it recovered
 	ps.MalformedHeaders, ps.MalformedHeadersAt = res.malformed, res.malformedAt
+	ps.PollBytesMax = max(ps.PollBytesMax, res.pollBytesMax)
 	if ps.Stopped == "" {
 		ps.Stopped = res.stoppedBecause
 	}
@@ -69,6 +71,12 @@ type reader struct {
 	free      chan *batch.Accumulator
 	readAhead chan struct{}
 	res       readResult
+	sizer     pollSizer
+	// tooLargeAt is the offset of a message a reply too large to keep
+	// announced alone (hasTooLarge): it stands in the messages as one
+	// without payload, and becomes a too-large marker.
+	tooLargeAt  uint64
+	hasTooLarge bool
 }
 
 func newReader(p *partition, readAhead chan struct{}) (*reader, error) {
@@ -76,7 +84,8 @@ func newReader(p *partition, readAhead chan struct{}) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &reader{p: p, enc: enc, free: make(chan *batch.Accumulator, 1), readAhead: readAhead}
+	rd := &reader{p: p, enc: enc, free: make(chan *batch.Accumulator, 1), readAhead: readAhead,
+		sizer: newPollSizer(p.r.Options.MaxPollBytes, p.stream.BatchLength)}
 	rd.free <- rd.newAccumulator()
 	return rd, nil
 }
@@ -143,7 +152,19 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 		}
 		var owned bool
 		var err error
-		msgs, owned, err = rd.p.conn.PollInto(ctx, rd.p.topic, rd.p.info.ID, next, rd.p.stream.BatchLength, msgs[:0], &replies)
+		msgs, owned, err = rd.p.conn.PollInto(ctx, rd.p.topic, rd.p.info.ID, next, rd.sizer.count, msgs[:0], &replies)
+		if tl := asTooLarge(err); tl != nil {
+			if rd.sizer.shrink(tl) {
+				continue
+			}
+			if !tl.Peeked || tl.Count != 1 {
+				return fmt.Errorf("a poll of one message at offset %d was answered with more than max_poll_bytes (%d) can hold: raise max_poll_bytes: %w", next, rd.p.r.Options.MaxPollBytes, err)
+			}
+			// One message alone is too large: it is reported, not read.
+			msgs = append(msgs[:0], batch.Message{Offset: tl.Offset, Timestamp: tl.Timestamp})
+			rd.tooLargeAt, rd.hasTooLarge, owned, err = tl.Offset, true, true, nil
+			rd.p.log.Warn("a message is larger than max_poll_bytes: reporting it by its offset", "offset", tl.Offset, "bytes", tl.MessageSize, "max_poll_bytes", rd.p.r.Options.MaxPollBytes)
+		}
 		if errors.Is(err, source.ErrNotOwner) {
 			rd.res.stoppedBecause = stopMoved
 			return errStop
@@ -162,6 +183,11 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 				rd.res.stoppedBecause = stopMoved
 			}
 			return nil
+		}
+		if rd.hasTooLarge {
+			rd.sizer.count = 1 // the next message may be as large
+		} else {
+			rd.res.pollBytesMax = max(rd.res.pollBytesMax, rd.sizer.observe(msgs))
 		}
 		if next, err = rd.add(ctx, msgs, next, acc, done, out); err != nil {
 			if errors.Is(err, source.ErrNotOwner) {
@@ -198,6 +224,20 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 				return next, err
 			}
 			next = m.Offset
+		}
+		if rd.sizer.tooLarge(m) || (rd.hasTooLarge && m.Offset == rd.tooLargeAt) {
+			// Sealed before it, so that no object holds it: a re-render of
+			// an object never meets it.
+			if err := rd.seal(ctx, acc, done, out, true); err != nil {
+				return next, err
+			}
+			big := &sealed{first: m.Offset, last: m.Offset, ts: m.Timestamp, gap: true, cause: CauseTooLarge, done: func() {}}
+			if err := rd.send(ctx, out, big); err != nil {
+				return next, err
+			}
+			rd.hasTooLarge = false
+			next = m.Offset + 1
+			continue
 		}
 		added, err := (*acc).Add(m)
 		if err != nil {

@@ -98,13 +98,21 @@ func (c *committer) render(ctx context.Context, first, last uint64, writing bool
 	next := first
 	var buf []batch.Message
 	midDone := !writing
+	sizer := newPollSizer(p.r.Options.MaxPollBytes, p.stream.BatchLength)
 	for next <= last {
-		count := min(uint64(p.stream.BatchLength), last-next+1)
+		count := min(uint64(sizer.count), last-next+1)
 		var err error
 		buf, _, err = p.conn.Poll(ctx, p.topic, p.info.ID, next, uint32(count), buf[:0])
+		if tl := asTooLarge(err); tl != nil {
+			if sizer.shrink(tl) {
+				continue
+			}
+			return fmt.Errorf("re-reading offsets %d..%d: no object holds a message larger than max_poll_bytes (if it was lowered since, raise it back): %w", first, last, err)
+		}
 		if err != nil {
 			return err
 		}
+		sizer.observe(buf)
 		if len(buf) == 0 {
 			return fmt.Errorf("re-reading offsets %d..%d: Iggy returned nothing at offset %d (the partition may have moved to another member)", first, last, next)
 		}

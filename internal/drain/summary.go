@@ -73,13 +73,19 @@ type PartitionSummary struct {
 	Conflicts uint64 `json:"conflicts,omitempty"`
 	Retries   uint64 `json:"retries,omitempty"`
 	Recovered bool   `json:"recovered,omitempty"`
+	// PollBytesMax is the most payload and user-header bytes one poll of
+	// the reader took in (max_poll_bytes bounds it).
+	PollBytesMax uint64 `json:"poll_bytes_max,omitempty"`
 	// Recreated is set when the partition was found deleted and re-created
 	// in Iggy: its offsets start again at 0 under a new generation.
-	Recreated  bool   `json:"recreated,omitempty"`
-	Generation uint32 `json:"generation,omitempty"`
-	Skipped    string `json:"skipped,omitempty"`
-	Stopped    string `json:"stopped,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Recreated bool `json:"recreated,omitempty"`
+	// RenamedFrom names the stream/topic whose state this partition's was
+	// carried over from (renamed on the server).
+	RenamedFrom string `json:"renamed_from,omitempty"`
+	Generation  uint32 `json:"generation,omitempty"`
+	Skipped     string `json:"skipped,omitempty"`
+	Stopped     string `json:"stopped,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Gap is a range of offsets Iggy no longer had when the sink needed it

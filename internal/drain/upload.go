@@ -24,6 +24,9 @@ const (
 	// sink had not archived (an operator's choice); nothing was lost by
 	// the sink, and the audit accepts the marker.
 	CauseSkipped = "skipped"
+	// CauseTooLarge: a message larger than max_poll_bytes, reported with
+	// its offset instead of archived.
+	CauseTooLarge = "too_large"
 )
 
 var gapReasons = map[string]string{
@@ -31,6 +34,7 @@ var gapReasons = map[string]string{
 	CauseIggyHole:  "never written: Iggy's offsets skip these numbers (a server recovery can leave such a hole); no message is missing",
 	CauseRecreated: "deleted with the partition (it was re-created) before the sink wrote it",
 	CauseSkipped:   "passed over: the consumer group's offset was moved past them before the sink archived them",
+	CauseTooLarge:  "not archived: larger than max_poll_bytes, what one poll may take in; read it from Iggy by its offset",
 }
 
 // gapCause tells why offsets up to last are missing: the partition's
@@ -92,6 +96,8 @@ func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) 
 	switch {
 	case w.Cause == CauseIggyHole:
 		c.p.log.Info("gap marker: Iggy's offsets skip these numbers (nothing is missing)", "first", s.first, "last", s.last, "marker", key)
+	case w.Cause == CauseTooLarge:
+		c.p.log.Warn("too-large marker: a message larger than max_poll_bytes is reported with its offset, not archived", "first", s.first, "last", s.last, "marker", key)
 	case w.Cause == CauseSkipped:
 		c.p.log.Warn("skip marker: the consumer group was moved past offsets the sink had not archived; they are passed over", "first", s.first, "last", s.last, "marker", key)
 	case s.gap:
@@ -408,6 +414,8 @@ func gapCauseOf(key string) string {
 		return CauseIggyHole
 	case strings.HasSuffix(key, "."+keys.SkipExt):
 		return CauseSkipped
+	case strings.HasSuffix(key, "."+keys.TooLargeExt):
+		return CauseTooLarge
 	}
 	return CauseRetention
 }

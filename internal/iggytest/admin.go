@@ -94,6 +94,23 @@ func (b *Broker) DeleteTopic(stream, topicName string) error {
 	return nil
 }
 
+// RenameTopic gives a topic a new name, as the server's UpdateTopic does:
+// its id, partitions, messages and consumer groups (their offsets) stay.
+func (b *Broker) RenameTopic(stream, topicName, newName string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, t, serr := b.resolveTopic(ident{name: stream}, ident{name: topicName})
+	if serr != nil {
+		return fmt.Errorf("iggytest: rename topic %s/%s: %w", stream, topicName, serr)
+	}
+	if s.lookupTopic(ident{name: newName}) != nil {
+		return fmt.Errorf("iggytest: rename topic %s/%s: %q exists", stream, topicName, newName)
+	}
+	t.name = newName
+	b.metaOp++
+	return nil
+}
+
 // partitionOf must be called with b.mu held.
 func (b *Broker) partitionOf(streamName, topicName string, partition uint32) (*topic, *partition, error) {
 	_, t, serr := b.resolveTopic(ident{name: streamName}, ident{name: topicName})

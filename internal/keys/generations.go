@@ -52,3 +52,31 @@ func (p PartitionNamer) ParseGenerationMarker(key string) (uint32, bool) {
 	}
 	return uint32(g), true
 }
+
+// NameMarker is the key of the marker that records the names the
+// partition of stream id streamID and topic id topicID has now:
+// <prefix>/_generations/_ids/<streamID>-<topicID>/<PPPPP>/<stream>/<topic>.json.
+// Ids survive a rename on the server, names do not: a state item created
+// fresh under new names lists NamesPrefix for the names the partition had
+// before, whose state it carries over (issue 21, item 6). A stream named
+// "_ids" does not collide: its generation markers are files where these
+// are folders.
+func (p PartitionNamer) NameMarker(streamID, topicID uint32) string {
+	dst := []byte(p.NamesPrefix(streamID, topicID))
+	dst = appendSegment(dst, p.stream)
+	dst = append(dst, '/')
+	dst = appendSegment(dst, p.topic)
+	return string(append(dst, ".json"...))
+}
+
+// NamesPrefix lists the name markers of the partition's ids.
+func (p PartitionNamer) NamesPrefix(streamID, topicID uint32) string {
+	dst := appendPrefix(nil, p.n.prefix)
+	dst = append(dst, GenerationsFolder+"/_ids/"...)
+	dst = strconv.AppendUint(dst, uint64(streamID), 10)
+	dst = append(dst, '-')
+	dst = strconv.AppendUint(dst, uint64(topicID), 10)
+	dst = append(dst, '/')
+	dst = appendPadded(dst, uint64(p.partition), 5)
+	return string(append(dst, '/'))
+}

@@ -323,14 +323,16 @@ func TestVoidMarker(t *testing.T) {
 func TestMarkerNames(t *testing.T) {
 	pn := NewNamer("iggy", mustParse(t, "{stream}/{topic}"), "jsonl").Partition("s", "t", 3).Generation(2)
 	for _, tc := range []struct {
-		key  string
-		hole bool
+		key                  string
+		hole, skip, tooLarge bool
 	}{
-		{pn.Gap(10, 14, upstreamTS), false},
-		{pn.Hole(10, 14, upstreamTS), true},
+		{pn.Gap(10, 14, upstreamTS), false, false, false},
+		{pn.Hole(10, 14, upstreamTS), true, false, false},
+		{pn.Skip(10, 14, upstreamTS), false, true, false},
+		{pn.TooLarge(10, 14, upstreamTS), false, false, true},
 	} {
 		n, ok := ParseName(tc.key)
-		if !ok || !n.Gap || n.Hole != tc.hole || n.First != 10 || n.Last != 14 || n.Partition != 3 || n.Generation != 2 {
+		if !ok || !n.Gap || n.Hole != tc.hole || n.Skip != tc.skip || n.TooLarge != tc.tooLarge || n.First != 10 || n.Last != 14 || n.Partition != 3 || n.Generation != 2 {
 			t.Errorf("ParseName(%q) = %+v, %v", tc.key, n, ok)
 		}
 		if _, ok := ParseName(strings.Replace(tc.key, "/_", "/", 1)); ok {
@@ -339,6 +341,9 @@ func TestMarkerNames(t *testing.T) {
 	}
 	if got := pn.Hole(10, 14, upstreamTS); got != "iggy/s/t/_00003-00000000000000000010-00000000000000000014-g2.hole" {
 		t.Errorf("hole marker %q", got)
+	}
+	if got := pn.TooLarge(10, 10, upstreamTS); got != "iggy/s/t/_00003-00000000000000000010-00000000000000000010-g2.toolarge" {
+		t.Errorf("too-large marker %q", got)
 	}
 }
 

@@ -22,6 +22,19 @@ const HoleExt = "hole"
 // Named like a gap marker.
 const SkipExt = "skip"
 
+// TooLargeExt is the extension of too-large markers: gap markers of a
+// message larger than a poll may take in (max_poll_bytes), reported with
+// its offset instead of archived, so that no run dies of memory on it.
+// Named like a gap marker.
+const TooLargeExt = "toolarge"
+
+// RenamedExt is the extension of renamed markers: gap markers, under a
+// topic's new name, of the offsets archived under its earlier name (a
+// stream or topic renamed on the server), so that the new name's archive
+// says where it begins. No message is missing there. Named like a gap
+// marker.
+const RenamedExt = "renamed"
+
 // VoidExt is the extension of void markers. When a run cannot re-render an
 // unfinished object (its messages are gone, or the format changed), it
 // fences the object's key with an empty object of its format, so that a
@@ -159,6 +172,19 @@ func (p PartitionNamer) Skip(first, last, tsMicros uint64) string {
 	return string(p.appendName(nil, true, first, last, tsMicros, SkipExt))
 }
 
+// TooLarge is the key of the marker reporting offsets first..last as
+// messages too large to take in; tsMicros is the server time of the first.
+func (p PartitionNamer) TooLarge(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, true, first, last, tsMicros, TooLargeExt))
+}
+
+// Renamed is the key of the marker reporting offsets first..last as
+// archived under the partition's earlier stream or topic name; tsMicros
+// places it in the path template.
+func (p PartitionNamer) Renamed(first, last, tsMicros uint64) string {
+	return string(p.appendName(nil, true, first, last, tsMicros, RenamedExt))
+}
+
 // Errors is the key of the error object of the data object holding
 // offsets first..last (Object's key with the error prefix and ErrorsExt);
 // "" when the Namer names no error objects.
@@ -236,8 +262,9 @@ type Name struct {
 	Revision uint32
 	// Gap is set for a gap marker (Hole too for a hole marker, which is a
 	// gap marker of offsets Iggy never had; Skip too for a skip marker, of
-	// offsets the group was moved past), Void for a void marker.
-	Gap, Hole, Skip, Void bool
+	// offsets the group was moved past; TooLarge too for a too-large
+	// marker; Renamed too for a renamed marker), Void for a void marker.
+	Gap, Hole, Skip, TooLarge, Renamed, Void bool
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
 	// a void marker, the extension of the object it voids.
 	Ext string
@@ -262,12 +289,14 @@ func ParseName(key string) (Name, bool) {
 	if !ok || marker != isMarkerExt(n.Ext) || n.Ext == ErrorsExt {
 		return Name{}, false
 	}
-	n.Gap, n.Hole, n.Skip = marker, n.Ext == HoleExt, n.Ext == SkipExt
+	n.Gap, n.Hole, n.Skip, n.TooLarge, n.Renamed = marker, n.Ext == HoleExt, n.Ext == SkipExt, n.Ext == TooLargeExt, n.Ext == RenamedExt
 	return n, true
 }
 
 // isMarkerExt reports the extensions of gap markers (of every cause).
-func isMarkerExt(ext string) bool { return ext == GapExt || ext == HoleExt || ext == SkipExt }
+func isMarkerExt(ext string) bool {
+	return ext == GapExt || ext == HoleExt || ext == SkipExt || ext == TooLargeExt || ext == RenamedExt
+}
 
 // ParseErrorsName reads the last path element of key as Errors renders it
 // (ParseName refuses error objects: they cover no offsets of their own).

@@ -51,6 +51,32 @@ type Config struct {
 	// before a ping (default 10 s): a 0.9 server evicts a group member
 	// silent for 36 s.
 	Keepalive time.Duration
+	// MaxPollReply (0.9/0.10) is the largest poll reply taken in, in bytes
+	// (0: the protocol's frame limit, 64 MiB): a poll answered with more
+	// fails with *PollTooLargeError, the connection kept, so the caller can
+	// ask for fewer messages. On 0.8 the SDK reads whatever comes.
+	MaxPollReply uint32
+}
+
+// PollTooLargeError is a poll whose reply was larger than
+// Config.MaxPollReply: nothing of it was kept but what its start says of
+// its first message (when Peeked).
+type PollTooLargeError struct {
+	Size, Limit uint32
+	// Peeked is set when the reply's start was read: Count messages, the
+	// first at Offset, with server time Timestamp and MessageSize bytes of
+	// payload and user headers.
+	Peeked                         bool
+	Count                          uint32
+	Offset, Timestamp, MessageSize uint64
+}
+
+func (e *PollTooLargeError) Error() string {
+	if e.Peeked {
+		return fmt.Sprintf("the reply of %d bytes (%d messages, the first at offset %d of %d bytes) is larger than the %d bytes a poll may take in",
+			e.Size, e.Count, e.Offset, e.MessageSize, e.Limit)
+	}
+	return fmt.Sprintf("the reply of %d bytes is larger than the %d bytes a poll may take in", e.Size, e.Limit)
 }
 
 // Conn is one logged-in connection, of whichever protocol the server

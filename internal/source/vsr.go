@@ -49,6 +49,7 @@ func openVSR(ctx context.Context, cfg Config, tlsCfg *tls.Config, d vsr.Dialect)
 		Address: cfg.Address, Username: cfg.Username, Password: cfg.Password, Token: cfg.Token,
 		TLS: tlsCfg, TLSDomain: cfg.TLSDomain, Dialect: d,
 		ConnectTimeout: cfg.ConnectTimeout, RequestTimeout: cfg.RequestTimeout, Keepalive: cfg.Keepalive,
+		MaxReply: cfg.MaxPollReply,
 	})
 	if err != nil {
 		var legacy *vsrconn.LegacyServerError
@@ -274,6 +275,14 @@ func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64
 	rep, into, err := b.c.PollInto(ctx, &req, b.context(t, p), into)
 	if buf != nil {
 		*buf = into
+	}
+	var tooLarge *vsrconn.ReplyTooLargeError
+	if errors.As(err, &tooLarge) {
+		e := &PollTooLargeError{Size: tooLarge.Size, Limit: tooLarge.Limit}
+		if pk, perr := vsr.PeekPollReply(tooLarge.Prefix, b.c.Dialect()); perr == nil {
+			e.Peeked, e.Count, e.Offset, e.Timestamp, e.MessageSize = true, pk.Count, pk.Offset, pk.Timestamp, pk.Size
+		}
+		return dst, false, e
 	}
 	if err != nil {
 		return dst, false, b.fenced(t, p, err)

@@ -251,6 +251,24 @@ func (d *Dynamo) Reset(ctx context.Context, s State, incarnation uint64, generat
 		})
 }
 
+// CarryOver implements Store.
+func (d *Dynamo) CarryOver(ctx context.Context, s State, from Carried, ttl time.Duration) (State, error) {
+	if err := checkCarryOver(s, from, ttl); err != nil {
+		return State{}, err
+	}
+	return d.write(ctx, "carry over", s, ttl,
+		", #hw = :hw, #lw = :lw, #lts = :lts, #inc = :inc, #gen = :gen, #objs = :objs, #msgs = :msgs, #bytes = :bytes, #gap = :gap ADD #ver :one", noIntent,
+		map[string]types.AttributeValue{
+			":hw": &types.AttributeValueMemberBOOL{Value: from.HasWritten}, ":lw": num(from.LastWritten), ":lts": num(from.LastTimestamp),
+			":inc": num(from.Incarnation), ":gen": num(uint64(from.Generation)), ":objs": num(from.Objects), ":msgs": num(from.Messages),
+			":bytes": num(from.Bytes), ":gap": num(from.GapMessages), ":none": str(""),
+		},
+		func(old State) bool {
+			return old.Incarnation == from.Incarnation && old.Generation == from.Generation && old.HasWritten == from.HasWritten &&
+				old.LastWritten == from.LastWritten && old.Objects == from.Objects && old.Intent == nil
+		})
+}
+
 // Abandon implements Store.
 func (d *Dynamo) Abandon(ctx context.Context, s State, ttl time.Duration) (State, error) {
 	if err := checkAbandon(s, ttl); err != nil {

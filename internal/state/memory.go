@@ -117,6 +117,15 @@ func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, generat
 	})
 }
 
+// CarryOver implements Store.
+func (m *Memory) CarryOver(ctx context.Context, s State, from Carried, ttl time.Duration) (State, error) {
+	return m.update(ctx, "carry over", s, ttl, func() error { return checkCarryOver(s, from, ttl) }, func(cur *State) {
+		cur.HasWritten, cur.LastWritten, cur.LastTimestamp = from.HasWritten, from.LastWritten, from.LastTimestamp
+		cur.Incarnation, cur.Generation = from.Incarnation, from.Generation
+		cur.Objects, cur.Messages, cur.Bytes, cur.GapMessages = from.Objects, from.Messages, from.Bytes, from.GapMessages
+	})
+}
+
 // Renew implements Store.
 func (m *Memory) Renew(ctx context.Context, s State, ttl time.Duration) (State, error) {
 	return m.update(ctx, "renew", s, ttl, func() error { return checkHeld("renew", s, ttl) }, func(*State) {})

@@ -63,6 +63,15 @@ type Done struct {
 	Next *Intent
 }
 
+// Carried is what CarryOver moves from one item to another.
+type Carried struct {
+	HasWritten                            bool
+	LastWritten, LastTimestamp            uint64
+	Incarnation                           uint64
+	Generation                            uint32
+	Objects, Messages, Bytes, GapMessages uint64
+}
+
 // Errors a Store returns wrapped; test them with errors.Is.
 var (
 	ErrLeaseHeld    = errors.New("state: partition lease held by another live owner")
@@ -103,6 +112,11 @@ type Store interface {
 	// Dropping the old incarnation's intent in the same write leaves no state in which it is gone
 	// but the incarnation not yet moved on.
 	Reset(ctx context.Context, s State, incarnation uint64, generation uint32, ttl time.Duration) (State, error)
+	// CarryOver gives a fresh state (no incarnation, position, intent or generation) what
+	// another item recorded: the same partition under its earlier stream or topic name (renamed
+	// on the server). Position, incarnation, generation and counters are from's; from's intent
+	// is not carried (the caller settles it first and passes the position that leaves).
+	CarryOver(ctx context.Context, s State, from Carried, ttl time.Duration) (State, error)
 	// Renew extends the lease by ttl.
 	Renew(ctx context.Context, s State, ttl time.Duration) (State, error)
 	// Release clears the lease if still ours (no error if another owner holds it or it was already
@@ -242,4 +256,17 @@ func (s State) clone() State {
 		s.Intent = &in
 	}
 	return s
+}
+
+func checkCarryOver(s State, from Carried, ttl time.Duration) error {
+	if err := checkHeld("carry over", s, ttl); err != nil {
+		return err
+	}
+	switch {
+	case s.Incarnation != 0 || s.HasWritten || s.Intent != nil || s.Generation != 0:
+		return fmt.Errorf("state: carry over %s: the state is not fresh (it recorded a position or an incarnation)", s.Key)
+	case from.Incarnation == 0:
+		return fmt.Errorf("state: carry over %s: the state carried over has no incarnation", s.Key)
+	}
+	return nil
 }

@@ -497,6 +497,30 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		assertState(t, "Get after the second Reset", mustGet(t, st), s)
 	})
 
+	t.Run("CarryOver", func(t *testing.T) {
+		st, _ := setup(t)
+		s := mustAcquire(t, st, "run-a")
+		from := Carried{HasWritten: true, LastWritten: 41, LastTimestamp: 1234, Incarnation: 1700, Generation: 2, Objects: 3, Messages: 42, Bytes: 4200, GapMessages: 1}
+		if _, err := st.CarryOver(ctx, s, Carried{}, ttl); err == nil {
+			t.Fatal("a carry-over without an incarnation was accepted")
+		}
+		s, err := st.CarryOver(ctx, s, from, ttl)
+		if err != nil {
+			t.Fatalf("CarryOver: %v", err)
+		}
+		if !s.HasWritten || s.LastWritten != 41 || s.LastTimestamp != 1234 || s.Incarnation != 1700 || s.Generation != 2 ||
+			s.Objects != 3 || s.Messages != 42 || s.Bytes != 4200 || s.GapMessages != 1 || s.Intent != nil {
+			t.Fatalf("CarryOver: %s", stateString(s))
+		}
+		assertState(t, "Get after CarryOver", mustGet(t, st), s)
+		if _, err := st.CarryOver(ctx, s, from, ttl); err == nil {
+			t.Fatal("a second carry-over into a state with a position was accepted")
+		}
+		if _, err := st.SetIntent(ctx, s, Intent{First: 42, Last: 50, ObjectKey: "k"}, ttl); err != nil {
+			t.Fatalf("SetIntent after the carried position: %v", err)
+		}
+	})
+
 	t.Run("ReleaseOfStaleOwnCopyFails", func(t *testing.T) {
 		st, _ := setup(t)
 		a := mustAcquire(t, st, "run-a")

@@ -172,6 +172,9 @@ func FuzzPollReply(f *testing.F) {
 	f.Add(AppendPollPrefix(nil, V011, &PollReply{PartitionID: ResyncPartition}), true)
 	f.Fuzz(func(t *testing.T, b []byte, verify bool) {
 		for _, d := range []Dialect{V011, V012} {
+			if _, err := PeekPollReply(b, d); err != nil {
+				mustMalformed(t, err)
+			}
 			p, err := DecodePollReply(b, d)
 			if err != nil {
 				mustMalformed(t, err)

@@ -113,3 +113,35 @@ func (r *PollReply) Messages(verify bool, fn func(m *Message) error) error {
 	}
 	return nil
 }
+
+// PollPeek is what the start of a poll reply says about its first message.
+type PollPeek struct {
+	// Count is the number of messages the reply announces.
+	Count uint32
+	// Offset and Timestamp are the first message's; Size is its payload and
+	// user headers, in bytes.
+	Offset, Timestamp, Size uint64
+}
+
+// PeekPollReply reads the announced count and the first message's offset,
+// time and size from the first bytes of a poll reply's body (a reply too
+// large to keep: see PollPeekSize), without the rest of it.
+func PeekPollReply(prefix []byte, d Dialect) (PollPeek, error) {
+	p, err := DecodePollReply(prefix, d)
+	if err != nil {
+		return PollPeek{}, err
+	}
+	recs := p.Records
+	if p.Count == 0 || len(recs) < BatchHeaderSize+FrameHeaderSize {
+		return PollPeek{}, malformed("poll reply", "%d messages announced, %d bytes of records seen: no first message to read", p.Count, len(recs))
+	}
+	h := decodeBatchHeader(recs)
+	fh := recs[BatchHeaderSize:]
+	return PollPeek{
+		Count: p.Count, Offset: h.BaseOffset + uint64(le.Uint32(fh[offFrameDelta:])), Timestamp: h.BaseTimestamp,
+		Size: uint64(le.Uint32(fh[offFramePayload:])) + uint64(le.Uint32(fh[offFrameHeaders:])),
+	}, nil
+}
+
+// PollPeekSize is how many bytes of a poll reply's body PeekPollReply needs.
+const PollPeekSize = 4 + 8 + 4 + 3*8 + BatchHeaderSize + FrameHeaderSize

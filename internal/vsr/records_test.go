@@ -150,3 +150,35 @@ func TestBatchFrames(t *testing.T) {
 		}
 	}
 }
+
+// A reply too large to keep is read past; its first bytes still say which
+// message it starts with and how large that one is, so a sink can report
+// the message by its offset.
+func TestPeekPollReply(t *testing.T) {
+	for _, d := range []Dialect{V011, V012} {
+		b := pollReply(d, 3, []uint64{9, 10})
+		pk, err := PeekPollReply(b[:min(len(b), PollPeekSize)], d)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		p, _ := DecodePollReply(b, d)
+		var first *Message
+		_ = p.Messages(true, func(m *Message) error {
+			if first == nil {
+				c := *m
+				first = &c
+			}
+			return nil
+		})
+		if pk.Count != 2 || pk.Offset != first.Offset || pk.Timestamp != first.Timestamp || pk.Size != uint64(len(first.Payload)+len(first.Headers)) {
+			t.Fatalf("%s: peek %+v, first message %d at %d with %d bytes", d, pk, first.Offset, first.Timestamp, len(first.Payload)+len(first.Headers))
+		}
+		if _, err := PeekPollReply(b[:20], d); err == nil {
+			t.Fatalf("%s: a 20-byte prefix peeked", d)
+		}
+		empty := AppendPollPrefix(nil, d, &PollReply{PartitionID: 3})
+		if _, err := PeekPollReply(empty, d); err == nil {
+			t.Fatalf("%s: a reply of no messages peeked", d)
+		}
+	}
+}

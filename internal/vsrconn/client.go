@@ -38,8 +38,9 @@ type Config struct {
 	// goes out (default 10 s; negative: never). A 0.9 server evicts a
 	// group member silent for 36 s.
 	Keepalive time.Duration
-	// MaxReply is the largest reply accepted, checked before its body is
-	// read (default 64 MiB, the server's frame limit).
+	// MaxReply is the largest reply kept, checked before its body is read
+	// (default 64 MiB, the server's frame limit): a larger reply is read
+	// past and answered with *ReplyTooLargeError, the connection kept.
 	MaxReply uint32
 	// SDKName and SDKVersion identify the client at login (default
 	// "iggy-s3-sink", "1").

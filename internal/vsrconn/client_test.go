@@ -1,10 +1,12 @@
 package vsrconn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,5 +383,39 @@ func TestCancelledCallsKeepTheConnection(t *testing.T) {
 	}
 	if _, _, err := c.GetStream(ctx, vsr.NamedID("s")); err != nil || c.Lost() {
 		t.Fatalf("the next call: %v (lost %v)", err, c.Lost())
+	}
+}
+
+// A reply within the protocol's frame limit but above MaxReply is read
+// past, not kept: the call fails with ReplyTooLargeError carrying the
+// reply's start, and the connection answers the next call.
+func TestLargeReplySkippedConnectionKept(t *testing.T) {
+	var calls atomic.Int32
+	srv := startFake(t, serverOf(vsr.V011, map[uint32]func(*fakeConn, vsr.RequestHeader, []byte) []byte{
+		vsr.CodeGetStream: func(_ *fakeConn, h vsr.RequestHeader, _ []byte) []byte {
+			if calls.Add(1) == 1 {
+				body := bytes.Repeat([]byte{7}, 300<<10)
+				body[0] = 42
+				return replyTo(vsr.V011, h, 0, body)
+			}
+			return replyTo(vsr.V011, h, 0, nil)
+		},
+	}))
+	ctx := context.Background()
+	c, err := Dial(ctx, Config{Address: srv.addr(), Username: "iggy", Password: "iggy", Keepalive: -1, RequestTimeout: 10 * time.Second, MaxReply: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _, err = c.GetStream(ctx, vsr.NamedID("s"))
+	var tl *ReplyTooLargeError
+	if !errors.As(err, &tl) || tl.Size != uint32(vsr.HeaderSize+300<<10) || tl.Limit != 64<<10 || len(tl.Prefix) != vsr.PollPeekSize || tl.Prefix[0] != 42 {
+		t.Fatalf("large reply: %v, want a ReplyTooLargeError with the reply's start", err)
+	}
+	if errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("large reply cut the connection: %v", err)
+	}
+	if _, _, err := c.GetStream(ctx, vsr.NamedID("s")); err != nil {
+		t.Fatalf("the call after the skipped reply: %v", err)
 	}
 }

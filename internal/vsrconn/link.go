@@ -131,7 +131,16 @@ func (l *link) read(ctx context.Context, h *vsr.RequestHeader, into []byte) (rep
 	if _, err := io.ReadFull(l.r, l.hdr[8:]); err != nil {
 		return reply{}, l.cut(l.ioError(ctx, "in the middle of a reply header", err))
 	}
-	cmd, size, err := vsr.FrameKind(l.hdr[:], l.maxReply)
+	// Within the protocol's frame limit, a reply larger than the link keeps
+	// is read past (a poll may then ask for fewer messages); beyond it the
+	// size is a lie, and the link is cut before any of it is read.
+	cmd, size, err := vsr.FrameKind(l.hdr[:], max(l.maxReply, vsr.MaxFrameSize))
+	if err == nil && size > l.maxReply && cmd == vsr.CommandReply {
+		return reply{}, l.skip(ctx, h, size)
+	}
+	if err == nil && size > l.maxReply {
+		_, _, err = vsr.FrameKind(l.hdr[:], l.maxReply)
+	}
 	if err != nil {
 		return reply{}, l.cut(malformedCut(err))
 	}
@@ -164,6 +173,40 @@ func (l *link) read(ctx context.Context, h *vsr.RequestHeader, into []byte) (rep
 		return reply{}, l.cut(l.ioError(ctx, "in the middle of a reply body", err))
 	}
 	return reply{hdr: rh, body: body}, nil
+}
+
+// skip reads past a well-formed reply larger than the link accepts, so the
+// connection stays usable and the caller may ask for less (a poll of fewer
+// messages); nothing of it is kept.
+func (l *link) skip(ctx context.Context, h *vsr.RequestHeader, size uint32) error {
+	rh, err := vsr.DecodeReplyHeader(l.hdr[:], l.dialect)
+	if err != nil {
+		return l.cut(malformedCut(err))
+	}
+	if rh.Request != h.Request {
+		return l.cut(malformedCut(fmt.Errorf("a reply to request %d, %d was sent", rh.Request, h.Request)))
+	}
+	n := int64(size) - vsr.HeaderSize
+	prefix := make([]byte, min(n, vsr.PollPeekSize))
+	if _, err := io.ReadFull(l.r, prefix); err != nil {
+		return l.cut(l.ioError(ctx, "in the middle of a reply too large to keep", err))
+	}
+	if _, err := io.CopyN(io.Discard, l.r, n-int64(len(prefix))); err != nil {
+		return l.cut(l.ioError(ctx, "in the middle of a reply too large to keep", err))
+	}
+	return &ReplyTooLargeError{Size: size, Limit: l.maxReply, Prefix: prefix}
+}
+
+// ReplyTooLargeError is a reply larger than Config.MaxReply: read past and
+// dropped, the connection kept. Prefix is the start of its body (up to
+// vsr.PollPeekSize bytes), for vsr.PeekPollReply.
+type ReplyTooLargeError struct {
+	Size, Limit uint32
+	Prefix      []byte
+}
+
+func (e *ReplyTooLargeError) Error() string {
+	return fmt.Sprintf("the reply of %d bytes is larger than the %d bytes accepted (skipped)", e.Size, e.Limit)
 }
 
 // isLegacyError reports the 8 bytes an Iggy 0.8 server answers a frame it

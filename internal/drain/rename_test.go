@@ -1,0 +1,96 @@
+package drain_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+)
+
+// renameTopic renames a topic on the broker; what was sent to it is now
+// the new name's.
+func (w *world) renameTopic(topic, name string) {
+	w.t.Helper()
+	if err := w.broker.RenameTopic(w.stream, topic, name); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.produced[w.stream+"/"+name] = w.produced[w.stream+"/"+topic]
+	delete(w.produced, w.stream+"/"+topic)
+}
+
+// A topic renamed on the server keeps its ids, its partitions and its
+// consumer group; the sink's state is keyed by names (issue 21, item 6).
+// Here a run dies with an object uploaded but not recorded, the topic is
+// renamed and the configuration follows it: the state under the old name
+// is carried over, the uploaded object kept, and the new name's archive
+// starts after it with a renamed marker for what the old name holds.
+// Without that, offsets 100..124 were archived twice (once under each
+// name) and the group's offsets before were passed over as "skipped".
+func TestRenamedTopicCarriesItsState(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.hooks(t) // renames through the broker
+		topic, cfg, _ := w.archivedTopic("rename", 100)
+		w.produce(topic, 1, 25, 120)
+		var crashed atomic.Bool
+		crash := func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepUploaded && crashed.CompareAndSwap(false, true) {
+				return errors.New("injected")
+			}
+			return nil
+		}
+		if _, err := w.sink(cfg, app.Options{Hooks: crashAt(crash)}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
+			t.Fatalf("crashing run: %v", err)
+		}
+
+		time.Sleep(cfg.Plugin.LeaseDuration) // the dead run's lease, under the old name, runs out
+		renamed := topic + "-v2"
+		w.renameTopic(topic, renamed)
+		w.produce(renamed, 1, 25, 120)
+		set := w.settings("rename", renamed)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		s := w.sink(w.config(set), app.Options{})
+		sum, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.drainUntilQuiet(s, renamed, 10)
+
+		seen := map[uint64]int{}
+		for _, o := range w.objects(s, "archive/") {
+			if !strings.Contains(o.key, "/"+topic+"/") && !strings.Contains(o.key, "/"+renamed+"/") {
+				continue
+			}
+			for _, r := range decode(t, "json_lines", o) {
+				seen[r.Offset]++
+			}
+		}
+		for off := uint64(0); off < 150; off++ {
+			if seen[off] != 1 {
+				t.Fatalf("offset %d is in %d objects, want 1", off, seen[off])
+			}
+		}
+		if got := sum.Partitions[0].RenamedFrom; got != w.stream+"/"+topic {
+			t.Fatalf("the run carried over the state of %q, want %s/%s", got, w.stream, topic)
+		}
+		var markers []string
+		for _, key := range w.listKeys(s, "archive/"+w.stream+"/"+renamed+"/") {
+			if n, ok := keys.ParseName(key); ok && n.Gap {
+				markers = append(markers, key)
+			}
+		}
+		if len(markers) != 1 || !strings.HasSuffix(markers[0], "_00000-00000000000000000000-00000000000000000124.renamed") {
+			t.Fatalf("markers under the new name: %q, want one renamed marker for 0..124", markers)
+		}
+		w.auditClean(s)
+	})
+}

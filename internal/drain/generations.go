@@ -43,10 +43,8 @@ type generationMarker struct {
 // incarnation.
 func (c *committer) markGeneration(ctx context.Context) error {
 	key := c.names.GenerationMarker()
-	if m := c.p.r.Marked; m != nil {
-		if _, ok := m.keys.Load(key); ok {
-			return nil
-		}
+	if c.p.r.Marked.has(key) {
+		return nil
 	}
 	off, ts := c.st.LastWritten, c.st.LastTimestamp
 	if in := c.st.Intent; in != nil && in.FirstTimestamp != 0 {
@@ -61,16 +59,30 @@ func (c *committer) markGeneration(ctx context.Context) error {
 		}
 		off, ts = msgs[0].Offset, msgs[0].Timestamp
 	}
-	body, err := json.Marshal(generationMarker{
+	return c.putOnce(ctx, key, "generation marker", generationMarker{
 		Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, Generation: c.st.Generation,
 		Identity: c.st.Incarnation, Incarnation: describeIdentity(c.st.Incarnation), Offset: off, Timestamp: ts,
 	})
+}
+
+func (m *MarkedGenerations) has(key string) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.keys.Load(key)
+	return ok
+}
+
+// putOnce writes a marker create-only, the one already there winning, and
+// remembers it for the process.
+func (c *committer) putOnce(ctx context.Context, key, what string, v any) error {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	_, err = c.p.r.Objects.Put(ctx, s3store.Object{Key: key, ContentType: "application/json"}, body)
 	if err != nil && !errors.Is(err, s3store.ErrConflict) {
-		return fmt.Errorf("write the generation marker %s: %w", key, err)
+		return fmt.Errorf("write the %s %s: %w", what, key, err)
 	}
 	if m := c.p.r.Marked; m != nil {
 		m.keys.Store(key, struct{}{})

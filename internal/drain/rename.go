@@ -24,22 +24,10 @@ type nameMarker struct {
 // create-only, once per process.
 func (c *committer) markNames(ctx context.Context) error {
 	key := c.names.NameMarker(c.p.topic.StreamID, c.p.topic.TopicID)
-	if m := c.p.r.Marked; m != nil {
-		if _, ok := m.keys.Load(key); ok {
-			return nil
-		}
+	if c.p.r.Marked.has(key) {
+		return nil
 	}
-	body, err := json.Marshal(nameMarker{Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, StreamID: c.p.topic.StreamID, TopicID: c.p.topic.TopicID})
-	if err != nil {
-		return err
-	}
-	if _, err := c.p.r.Objects.Put(ctx, s3store.Object{Key: key, ContentType: "application/json"}, body); err != nil && !errors.Is(err, s3store.ErrConflict) {
-		return fmt.Errorf("write the name marker %s: %w", key, err)
-	}
-	if m := c.p.r.Marked; m != nil {
-		m.keys.Store(key, struct{}{})
-	}
-	return nil
+	return c.putOnce(ctx, key, "name marker", nameMarker{Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, StreamID: c.p.topic.StreamID, TopicID: c.p.topic.TopicID})
 }
 
 // carryOver looks, for a fresh state item, for the state the partition

@@ -199,27 +199,37 @@ func (c *committer) recreated(ctx context.Context) (bool, error) {
 }
 
 // messageAt reads the message at off, or the first after it (retention);
-// nil when the partition ends before off. An empty answer for a partition
-// that moved proves nothing (0.8 answers an empty partition 0 that way
-// too), so ownership is asked: ErrNotOwner names what could not be done.
+// nil when the partition ends before off. A not-owned answer proves
+// nothing: the assignment it was read against may predate a rebalance
+// that handed the partition back. So ownership is asked, and an owned
+// partition polled again; only a partition whose last offset is below off
+// may still answer that way (0.8 answers a poll past the end of partition
+// 0 holding one message like a not-owned one). ErrNotOwner names what
+// could not be done.
 func (c *committer) messageAt(ctx context.Context, off uint64, what string) (*batch.Message, error) {
-	msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
-	switch {
-	case err != nil:
-		return nil, err
-	case !owned:
-		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
-		if err != nil {
+	for attempt := 0; ; attempt++ {
+		msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
+		switch {
+		case err != nil:
 			return nil, err
+		case owned && len(msgs) == 0:
+			return nil, nil
+		case owned:
+			return &msgs[0], nil
 		}
-		if !mine {
+		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
+		switch {
+		case err != nil:
+			return nil, err
+		case !mine:
 			return nil, fmt.Errorf("%w: it moved before %s", source.ErrNotOwner, what)
+		case attempt == 0:
+			continue
+		case c.p.info.CurrentOffset < off:
+			return nil, nil
 		}
-		return nil, nil
-	case len(msgs) == 0:
-		return nil, nil
+		return nil, fmt.Errorf("%w: polls of offset %d answered as not owned, though the group assigns the partition to this member, before %s", source.ErrNotOwner, off, what)
 	}
-	return &msgs[0], nil
 }
 
 // recover finishes the object a previous run recorded but did not complete:

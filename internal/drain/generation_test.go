@@ -2,9 +2,13 @@ package drain_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
 // A state item created fresh (a new table name, a deleted table, a restore
@@ -42,6 +46,67 @@ func TestFreshStateTableAfterRecreation(t *testing.T) {
 		all := w.objects(fresh, "archive/")
 		w.checkGeneration(all, 0, old, topic, "json_lines")
 		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
+		w.auditClean(fresh)
+	})
+}
+
+// staleAssignmentConn answers the first single-message poll of a run as a
+// member whose assignment predates a rebalance does on 0.9/0.10: not
+// owned, though the group assigns the partition to this member again by
+// the time it is asked (a stray run joined and left in between).
+type staleAssignmentConn struct {
+	drain.Conn
+	answered atomic.Bool
+}
+
+func (c *staleAssignmentConn) Poll(ctx context.Context, t *source.Topic, p uint32, offset uint64, count uint32, dst []batch.Message) ([]batch.Message, bool, error) {
+	if count == 1 && c.answered.CompareAndSwap(false, true) {
+		return dst, false, nil
+	}
+	return c.Conn.Poll(ctx, t, p, offset, count, dst)
+}
+
+// withStaleAssignment is a run of s whose connection answers one poll as
+// staleAssignmentConn does.
+func withStaleAssignment(s *app.Sink) *drain.Runner {
+	r := s.Runner()
+	dial := r.Dial
+	r.Dial = func(ctx context.Context) (drain.Conn, error) {
+		c, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &staleAssignmentConn{Conn: c}, nil
+	}
+	return r
+}
+
+// A not-owned poll proves nothing about a partition (issue 21, item 5's
+// lesson): when a fresh state item reads the message its generation marker
+// names and the poll is answered from an assignment a rebalance has since
+// changed, the sink must not conclude that the partition ends before that
+// message. It did: the fresh item started generation 1 and archived the
+// topic's 100 offsets again beside generation 0's (CI's model test, seed
+// 249, with stray runs joining and leaving the group).
+func TestStaleAssignmentProvesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic, cfg, _ := w.archivedTopic("stale", 100)
+		set := w.settings("stale", topic)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		set["SINK_STATE_TABLE"] = cfg.Plugin.StateTable + "-new"
+		w.stateStore(set["SINK_STATE_TABLE"])
+		fresh := w.sink(w.config(set), app.Options{})
+		w.produce(topic, 1, 30, 120)
+		sum, err := withStaleAssignment(fresh).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := sum.Partitions[0]; p.Generation != 0 {
+			t.Fatalf("after a stale not-owned poll the fresh state item archives generation %d, want 0 (the live incarnation's)", p.Generation)
+		}
+		w.drainUntilQuiet(fresh, topic, 10)
+		w.checkExactlyOnce(fresh, topic, "json_lines")
 		w.auditClean(fresh)
 	})
 }

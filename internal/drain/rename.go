@@ -68,7 +68,8 @@ func (c *committer) carryOver(ctx context.Context, cur uint64) (ok bool, floor u
 	}()
 	carried := state.Carried{HasWritten: old.HasWritten, LastWritten: old.LastWritten, LastTimestamp: old.LastTimestamp,
 		Incarnation: old.Incarnation, Generation: old.Generation,
-		Objects: old.Objects, Messages: old.Messages, Bytes: old.Bytes, GapMessages: old.GapMessages}
+		Objects: old.Objects, Messages: old.Messages, Bytes: old.Bytes, GapMessages: old.GapMessages,
+		FromStream: from.Stream, FromTopic: from.Topic}
 	ts := old.LastTimestamp
 	if in := old.Intent; in != nil && isGapKey(in.ObjectKey) {
 		// A marker is a pure function of its range: written (again) under
@@ -113,7 +114,10 @@ const causeRenamed = "renamed"
 
 // predecessor finds the state item of the partition under an earlier pair
 // of names that the name markers of its ids list, and whose incarnation is
-// the live one; the furthest along when several are.
+// the live one. An item another one was carried over from is passed over:
+// it stays as it was when carried, intent and all, and carrying it again
+// would read again what its successor archived since (a topic renamed
+// twice). Of the rest, the furthest along when several are live.
 func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State, from nameMarker, found bool, floor uint32, err error) {
 	prefix := c.names.NamesPrefix(c.p.topic.StreamID, c.p.topic.TopicID)
 	own := c.names.NameMarker(c.p.topic.StreamID, c.p.topic.TopicID)
@@ -129,6 +133,12 @@ func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State
 	if err != nil {
 		return st, from, false, 0, fmt.Errorf("list the name markers under %q: %w", prefix, err)
 	}
+	type candidate struct {
+		st   state.State
+		from nameMarker
+	}
+	var candidates []candidate
+	superseded := map[[2]string]bool{}
 	for _, key := range listed {
 		var body []byte
 		if err := c.await(ctx, func(ctx context.Context) (err error) {
@@ -143,10 +153,8 @@ func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State
 			continue // not the sink's, or this partition's own names
 		}
 		key := state.Key{Group: c.p.topic.Group, Stream: m.Stream, Topic: m.Topic, Partition: c.p.bp.ID}
-		var old state.State
-		var ok bool
 		sctx, cancel := c.p.stateCtx(ctx)
-		old, ok, err = c.p.r.State.Get(sctx, key)
+		old, ok, err := c.p.r.State.Get(sctx, key)
 		cancel()
 		if err != nil {
 			return st, from, false, 0, fmt.Errorf("read the state of %s (the partition's earlier names): %w", key, err)
@@ -154,15 +162,24 @@ func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State
 		if !ok || old.Incarnation == 0 {
 			continue
 		}
-		live, err := c.stateIsLive(ctx, old, cur)
+		if old.CarriedFromStream != "" {
+			superseded[[2]string{old.CarriedFromStream, old.CarriedFromTopic}] = true
+		}
+		candidates = append(candidates, candidate{old, m})
+	}
+	for _, cand := range candidates {
+		if superseded[[2]string{cand.from.Stream, cand.from.Topic}] {
+			continue
+		}
+		live, err := c.stateIsLive(ctx, cand.st, cur)
 		if err != nil {
 			return st, from, false, 0, err
 		}
-		if live && (!found || position(old) > position(st)) {
-			st, from, found = old, m, true
+		if live && (!found || position(cand.st) > position(st)) {
+			st, from, found = cand.st, cand.from, true
 		}
-		if !live && old.Generation < ^uint32(0) {
-			floor = max(floor, old.Generation+1)
+		if !live && cand.st.Generation < ^uint32(0) {
+			floor = max(floor, cand.st.Generation+1)
 		}
 	}
 	return st, from, found, floor, nil

@@ -16,6 +16,8 @@
 //	incarnation   N     creation time (µs) of the partition incarnation the offsets belong to; absent = none recorded
 //	generation    N     incarnations moved through (absent = 0); objects of generation g > 0 carry it in their names
 //	objects, messages, bytes, gap_messages N    counters (absent = 0)
+//	carried_from_stream, carried_from_topic S   the item this one was carried over from (the partition's
+//	                    earlier names, before a rename on the server); absent or "" when none
 //	updated_at    N     time of the last write, Unix milliseconds
 //	write_id      S     random id of the last write but Acquire; recognises a retried write that already applied,
 //	                    and, read back after an error, a write whose every reply was lost

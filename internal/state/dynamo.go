@@ -49,6 +49,7 @@ var names = map[string]string{
 	"if": attrIntentFirst, "il": attrIntentLast, "ik": attrIntentKey,
 	"objs": attrObjects, "msgs": attrMessages, "bytes": attrBytes, "gap": attrGapMessages, "upd": attrUpdatedAt, "wid": attrWriteID,
 	"inc": attrIncarnation, "gen": attrGeneration, "lts": attrLastTS, "its": attrIntentTS,
+	"cfs": attrFromStream, "cft": attrFromTopic,
 }
 
 var (
@@ -257,15 +258,16 @@ func (d *Dynamo) CarryOver(ctx context.Context, s State, from Carried, ttl time.
 		return State{}, err
 	}
 	return d.write(ctx, "carry over", s, ttl,
-		", #hw = :hw, #lw = :lw, #lts = :lts, #inc = :inc, #gen = :gen, #objs = :objs, #msgs = :msgs, #bytes = :bytes, #gap = :gap ADD #ver :one", noIntent,
+		", #hw = :hw, #lw = :lw, #lts = :lts, #inc = :inc, #gen = :gen, #objs = :objs, #msgs = :msgs, #bytes = :bytes, #gap = :gap, #cfs = :cfs, #cft = :cft ADD #ver :one", noIntent,
 		map[string]types.AttributeValue{
 			":hw": &types.AttributeValueMemberBOOL{Value: from.HasWritten}, ":lw": num(from.LastWritten), ":lts": num(from.LastTimestamp),
 			":inc": num(from.Incarnation), ":gen": num(uint64(from.Generation)), ":objs": num(from.Objects), ":msgs": num(from.Messages),
-			":bytes": num(from.Bytes), ":gap": num(from.GapMessages), ":none": str(""),
+			":bytes": num(from.Bytes), ":gap": num(from.GapMessages), ":cfs": str(from.FromStream), ":cft": str(from.FromTopic), ":none": str(""),
 		},
 		func(old State) bool {
 			return old.Incarnation == from.Incarnation && old.Generation == from.Generation && old.HasWritten == from.HasWritten &&
-				old.LastWritten == from.LastWritten && old.Objects == from.Objects && old.Intent == nil
+				old.LastWritten == from.LastWritten && old.Objects == from.Objects && old.Intent == nil &&
+				old.CarriedFromStream == from.FromStream && old.CarriedFromTopic == from.FromTopic
 		})
 }
 

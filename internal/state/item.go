@@ -31,6 +31,8 @@ const (
 	attrGeneration  = "generation"
 	attrLastTS      = "last_timestamp"
 	attrIntentTS    = "intent_first_timestamp"
+	attrFromStream  = "carried_from_stream"
+	attrFromTopic   = "carried_from_topic"
 )
 
 // decodeItem parses a stored item. Absent attributes are zero values, since items are built up by
@@ -102,6 +104,7 @@ func decodeItem(item map[string]types.AttributeValue) (State, error) {
 	s.Incarnation = u64(attrIncarnation)
 	s.LastTimestamp = u64(attrLastTS)
 	intentTS := u64(attrIntentTS)
+	s.CarriedFromStream, s.CarriedFromTopic = str(attrFromStream), str(attrFromTopic)
 	gen, _, _ := number(attrGeneration, 32, false)
 	s.Generation = uint32(gen)
 	if err != nil {

@@ -123,6 +123,7 @@ func (m *Memory) CarryOver(ctx context.Context, s State, from Carried, ttl time.
 		cur.HasWritten, cur.LastWritten, cur.LastTimestamp = from.HasWritten, from.LastWritten, from.LastTimestamp
 		cur.Incarnation, cur.Generation = from.Incarnation, from.Generation
 		cur.Objects, cur.Messages, cur.Bytes, cur.GapMessages = from.Objects, from.Messages, from.Bytes, from.GapMessages
+		cur.CarriedFromStream, cur.CarriedFromTopic = from.FromStream, from.FromTopic
 	})
 }
 

@@ -48,6 +48,12 @@ type State struct {
 
 	Objects, Messages, Bytes, GapMessages uint64
 
+	// CarriedFromStream and CarriedFromTopic name the item this state was
+	// carried over from (the partition's earlier names, before a rename on
+	// the server); "" when it was not. That item stays as it was, so a later
+	// carry-over knows it for superseded by this one.
+	CarriedFromStream, CarriedFromTopic string
+
 	UpdatedAt time.Time
 }
 
@@ -70,6 +76,9 @@ type Carried struct {
 	Incarnation                           uint64
 	Generation                            uint32
 	Objects, Messages, Bytes, GapMessages uint64
+	// FromStream and FromTopic name the item carried over; they become
+	// State.CarriedFromStream and CarriedFromTopic.
+	FromStream, FromTopic string
 }
 
 // Errors a Store returns wrapped; test them with errors.Is.
@@ -267,6 +276,8 @@ func checkCarryOver(s State, from Carried, ttl time.Duration) error {
 		return fmt.Errorf("state: carry over %s: the state is not fresh (it recorded a position or an incarnation)", s.Key)
 	case from.Incarnation == 0:
 		return fmt.Errorf("state: carry over %s: the state carried over has no incarnation", s.Key)
+	case from.FromStream == "" || from.FromTopic == "":
+		return fmt.Errorf("state: carry over %s: the names of the item carried over are missing", s.Key)
 	}
 	return nil
 }

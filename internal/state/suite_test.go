@@ -500,16 +500,21 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 	t.Run("CarryOver", func(t *testing.T) {
 		st, _ := setup(t)
 		s := mustAcquire(t, st, "run-a")
-		from := Carried{HasWritten: true, LastWritten: 41, LastTimestamp: 1234, Incarnation: 1700, Generation: 2, Objects: 3, Messages: 42, Bytes: 4200, GapMessages: 1}
-		if _, err := st.CarryOver(ctx, s, Carried{}, ttl); err == nil {
+		from := Carried{HasWritten: true, LastWritten: 41, LastTimestamp: 1234, Incarnation: 1700, Generation: 2, Objects: 3, Messages: 42, Bytes: 4200, GapMessages: 1,
+			FromStream: "app", FromTopic: "orders-v1"}
+		if _, err := st.CarryOver(ctx, s, Carried{FromStream: "app", FromTopic: "orders-v1"}, ttl); err == nil {
 			t.Fatal("a carry-over without an incarnation was accepted")
+		}
+		if _, err := st.CarryOver(ctx, s, Carried{Incarnation: 1700}, ttl); err == nil {
+			t.Fatal("a carry-over without the names it came from was accepted")
 		}
 		s, err := st.CarryOver(ctx, s, from, ttl)
 		if err != nil {
 			t.Fatalf("CarryOver: %v", err)
 		}
 		if !s.HasWritten || s.LastWritten != 41 || s.LastTimestamp != 1234 || s.Incarnation != 1700 || s.Generation != 2 ||
-			s.Objects != 3 || s.Messages != 42 || s.Bytes != 4200 || s.GapMessages != 1 || s.Intent != nil {
+			s.Objects != 3 || s.Messages != 42 || s.Bytes != 4200 || s.GapMessages != 1 || s.Intent != nil ||
+			s.CarriedFromStream != "app" || s.CarriedFromTopic != "orders-v1" {
 			t.Fatalf("CarryOver: %s", stateString(s))
 		}
 		assertState(t, "Get after CarryOver", mustGet(t, st), s)
@@ -643,7 +648,7 @@ func stateString(s State) string {
 	if s.Intent != nil {
 		in = fmt.Sprintf("%+v", *s.Intent)
 	}
-	return fmt.Sprintf("key=%s owner=%q expires=%s version=%d written=%v/%d@%d intent=%s incarnation=%d/%d objects=%d messages=%d bytes=%d gaps=%d updated=%s",
+	return fmt.Sprintf("key=%s owner=%q expires=%s version=%d written=%v/%d@%d intent=%s incarnation=%d/%d objects=%d messages=%d bytes=%d gaps=%d carried_from=%q/%q updated=%s",
 		s.Key, s.Owner, s.LeaseExpires.UTC().Format(time.RFC3339Nano), s.Version, s.HasWritten, s.LastWritten, s.LastTimestamp, in,
-		s.Incarnation, s.Generation, s.Objects, s.Messages, s.Bytes, s.GapMessages, s.UpdatedAt.UTC().Format(time.RFC3339Nano))
+		s.Incarnation, s.Generation, s.Objects, s.Messages, s.Bytes, s.GapMessages, s.CarriedFromStream, s.CarriedFromTopic, s.UpdatedAt.UTC().Format(time.RFC3339Nano))
 }

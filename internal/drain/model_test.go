@@ -533,6 +533,7 @@ type span struct {
 	// readers are not installed (never in CI).
 	parquet, unchecked bool
 	duck               []modelRecord
+	size               int // bytes stored
 }
 
 type modelRecord struct {
@@ -574,6 +575,7 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 			if err != nil {
 				m.t.Fatal(err)
 			}
+			sp.size = len(body)
 			if sp.parquet = strings.HasSuffix(key, ".parquet"); sp.parquet {
 				pq[key] = body // read back below, all in one process
 			} else {
@@ -709,7 +711,7 @@ func checkRecords(sp span, sent []sent) error {
 	}
 	if sp.parquet {
 		if err := checkRows(sp, sp.duck, sent); err != nil {
-			return fmt.Errorf("read by DuckDB: %w", err)
+			return fmt.Errorf("read by DuckDB (pyarrow read %d rows of the %d bytes): %w", len(sp.records), sp.size, err)
 		}
 	}
 	return checkRows(sp, sp.records, sent)

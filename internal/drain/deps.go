@@ -58,4 +58,8 @@ type ObjectStore interface {
 	Head(ctx context.Context, key string) (size int64, found bool, err error)
 	// AbortUploads aborts the multipart uploads still open for key.
 	AbortUploads(ctx context.Context, key string) (int, error)
+	// Delete removes the object at key; a missing one is no error. The
+	// sink deletes nothing but an error object orphaned by a voided key
+	// (see committer.fenceErrors).
+	Delete(ctx context.Context, key string) error
 }

@@ -575,3 +575,57 @@ func (w *world) errorRecords(s *app.Sink) map[uint64]int {
 	}
 	return seen
 }
+
+// An error object goes before its data object, so a run that dies in
+// between leaves it alone; when the range cannot be rendered again (here
+// the format changed), its data key is voided and the range read again
+// into new objects, with their own error objects. The orphan then held
+// every rejected record of the range a second time, and the audit failed
+// for good (the model test, seed 30): it is deleted and fenced instead.
+func TestOrphanedErrorObjectRemoved(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := uniqueName("orphanerr")
+		w.produceWith(topic, 1, 60, errorPayload)
+		set := w.settings("orphanerr", topic)
+		set["SINK_INVALID_PAYLOAD"] = "error_object"
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
+		set["SINK_MAX_ATTEMPTS"] = "1"
+		refuseData := func(r *http.Request) bool {
+			return r.Method == http.MethodPut && !strings.Contains(r.URL.Path, "/_errors/") && !strings.Contains(r.URL.Path, "/_generations/")
+		}
+		proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: refuseData})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		set["SINK_ENDPOINT"] = proxy.URL()
+		if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
+			t.Fatal("the run whose data objects were refused succeeded")
+		}
+		time.Sleep(1100 * time.Millisecond) // the failed run's lease lapses
+
+		set["SINK_ENDPOINT"] = w.s3.Endpoint
+		orphans := w.listKeys(w.sink(w.config(set), app.Options{}), "archive/_errors/")
+		if len(orphans) != 1 {
+			t.Fatalf("error objects after the refused run: %q, want the first object's", orphans)
+		}
+		set["SINK_OUTPUT_FORMAT"] = "json_array" // the unfinished object cannot be rendered again
+		s := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(s, topic, 10)
+		if body, err := s.Objects.Get(context.Background(), orphans[0]); err != nil || len(body) != 0 {
+			t.Fatalf("the orphaned error object %s holds %d bytes (%v); want the empty fence", orphans[0], len(body), err)
+		}
+		seen := w.errorRecords(s)
+		for n := uint64(0); n < 60; n++ {
+			want := 0
+			if n%7 == 6 || n%21 == 20 {
+				want = 1
+			}
+			if seen[n] != want {
+				t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
+			}
+		}
+		w.auditClean(s)
+	})
+}

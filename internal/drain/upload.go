@@ -364,9 +364,12 @@ func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exis
 // fenceErrors fences the error object key of a voided data key with an
 // empty error object, create-only, so that a stalled writer cannot still
 // put the records of a range that is read again (issue 21, item 9). One
-// that is already there (its writer died before the data object, and the
-// range cannot be rendered again) holds records that the range's next
-// objects repeat: that is logged as an error, and the audit fails it.
+// that is already there was written by a run that died before the data
+// object (error objects go first: a data object implies its error object),
+// and the range cannot be rendered again: its records are the range's
+// next objects' too, so it is deleted and fenced. The fenced data key
+// means no data object can ever stand beside it. It is the one object the
+// sink deletes.
 func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
 	if !c.errorObjects() {
 		return nil
@@ -375,14 +378,22 @@ func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
 	if !ok {
 		return nil
 	}
-	_, err := c.p.r.Objects.Put(ctx, errorsObject(key), nil)
-	var ce *s3store.ConflictError
-	if errors.As(err, &ce) {
-		c.p.log.Error("an error object exists for an unfinished object whose key is voided: its records are written again with the range's next objects (the audit reports the error object)",
+	for attempt := 0; ; attempt++ {
+		_, err := c.p.r.Objects.Put(ctx, errorsObject(key), nil)
+		var ce *s3store.ConflictError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		if attempt == 2 {
+			// A writer keeps putting it back: the next run tries again.
+			return fmt.Errorf("fence the error object %s of the voided key %s: it was written again after being deleted: %w", key, in.ObjectKey, err)
+		}
+		c.p.log.Warn("deleting the error object of an unfinished object whose key is voided: the range's next objects hold its records",
 			"key", key, "object", in.ObjectKey, "stored_bytes", ce.ExistingSize)
-		return nil
+		if err := c.p.r.Objects.Delete(ctx, key); err != nil {
+			return fmt.Errorf("delete the error object %s of the voided key %s (its records are the range's next objects'; s3:DeleteObject on the error prefix): %w", key, in.ObjectKey, err)
+		}
 	}
-	return err
 }
 
 // voidReason is what a void marker says.

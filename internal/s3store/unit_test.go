@@ -172,6 +172,16 @@ func (f *fakeS3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func
 	return &s3.GetObjectOutput{ContentLength: aws.Int64(int64(len(data))), Body: io.NopCloser(bytes.NewReader(data))}, nil
 }
 
+func (f *fakeS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	if err := f.enter("DeleteObject"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.objects, *in.Key)
+	return &s3.DeleteObjectOutput{}, nil
+}
+
 func (f *fakeS3) openUploads() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

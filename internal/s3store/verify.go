@@ -175,6 +175,22 @@ func (u *Uploader) Head(ctx context.Context, key string) (size int64, found bool
 	return h.size, h.found, err
 }
 
+// Delete removes the object at key, retried per policy; a missing one
+// (404) is no error. S3 answers 204 either way.
+func (u *Uploader) Delete(ctx context.Context, key string) error {
+	if err := u.check(key); err != nil {
+		return err
+	}
+	var c counter
+	return u.do(ctx, &c, "DeleteObject", key, func(ctx context.Context) error {
+		_, err := u.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
+		if httpStatus(err) == 404 {
+			return nil
+		}
+		return err
+	})
+}
+
 // headInfo is what HeadObject told of an object.
 type headInfo struct {
 	size  int64

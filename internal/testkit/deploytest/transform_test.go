@@ -382,11 +382,13 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 	}
 
 	want := map[string][]string{
-		"logs:CreateLogStream":          {"GetAtt(SinkLogGroup.Arn)"},
-		"logs:PutLogEvents":             {"GetAtt(SinkLogGroup.Arn)"},
-		"s3:PutObject":                  {sc.objectARN},
-		"s3:GetObject":                  {sc.objectARN},
-		"s3:AbortMultipartUpload":       {sc.objectARN},
+		"logs:CreateLogStream":    {"GetAtt(SinkLogGroup.Arn)"},
+		"logs:PutLogEvents":       {"GetAtt(SinkLogGroup.Arn)"},
+		"s3:PutObject":            {sc.objectARN},
+		"s3:GetObject":            {sc.objectARN},
+		"s3:AbortMultipartUpload": {sc.objectARN},
+		// only error objects, under the default error prefix
+		"s3:DeleteObject":               {strings.TrimSuffix(sc.objectARN, "*") + "_errors/*"},
 		"s3:ListBucket":                 {sc.bucketARN},
 		"s3:ListBucketMultipartUploads": {sc.bucketARN},
 		"dynamodb:GetItem":              {"GetAtt(StateTable.Arn)"},

@@ -110,3 +110,47 @@ func TestStaleAssignmentProvesNothing(t *testing.T) {
 		w.auditClean(fresh)
 	})
 }
+
+// The first run of a partition writes its generation marker from the
+// partition's first message; when that read was answered from a stale
+// assignment (not owned, empty), the run archived the partition with no
+// marker, and a fresh state item after a re-creation then took the old
+// objects for the live incarnation's (the model test, seed 89).
+func TestFirstRunMarksItsGenerationDespiteAStaleAssignment(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.hooks(t) // a quick broker-side delete, as TestTopicRecreated
+		topic := uniqueName("stalemark")
+		w.produce(topic, 1, 100, 120)
+		set := w.settings("stalemark", topic)
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+		s := w.sink(w.config(set), app.Options{})
+		// One run, and no other before the re-creation: a later one would
+		// write the marker from the state's position.
+		if _, err := withStaleAssignment(s).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !w.allCommitted(s, topic) {
+			t.Fatal("the first run did not archive the topic")
+		}
+		old := w.sent(topic)
+		w.deleteTopic(topic)
+		w.produce(topic, 1, 150, 120)
+
+		set["SINK_STATE_TABLE"] += "-new"
+		w.stateStore(set["SINK_STATE_TABLE"])
+		fresh := w.sink(w.config(set), app.Options{})
+		sum, err := fresh.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := sum.Partitions[0]; p.Generation != 1 {
+			t.Fatalf("the fresh state item archives generation %d, want 1 (the first run's generation marker ties generation 0 to the old incarnation)", p.Generation)
+		}
+		w.drainUntilQuiet(fresh, topic, 10)
+		all := w.objects(fresh, "archive/")
+		w.checkGeneration(all, 0, old, topic, "json_lines")
+		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
+		w.auditClean(fresh)
+	})
+}

@@ -50,14 +50,19 @@ func (c *committer) markGeneration(ctx context.Context) error {
 	if in := c.st.Intent; in != nil && in.FirstTimestamp != 0 {
 		off, ts = in.First, in.FirstTimestamp
 	} else if !c.st.HasWritten || ts == 0 {
-		msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, 0, 1, nil)
+		if c.p.info.MessagesCount == 0 {
+			return nil // nothing to tell this incarnation by yet
+		}
+		// Not a bare poll: one answered from a stale assignment is empty,
+		// and the generation's objects would go without their marker.
+		m, err := c.messageAt(ctx, 0, "a message for the generation marker could be read")
 		if err != nil {
 			return fmt.Errorf("read a message for the generation marker: %w", err)
 		}
-		if len(msgs) == 0 {
+		if m == nil {
 			return nil // nothing to tell this incarnation by yet
 		}
-		off, ts = msgs[0].Offset, msgs[0].Timestamp
+		off, ts = m.Offset, m.Timestamp
 	}
 	return c.putOnce(ctx, key, "generation marker", generationMarker{
 		Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, Generation: c.st.Generation,

@@ -638,9 +638,11 @@ func (w *world) dynamoEndpoint() string {
 }
 
 // dynamoClient is a DynamoDB client of the world's DynamoDB.
-func (w *world) dynamoClient() *dynamodb.Client {
+func (w *world) dynamoClient() *dynamodb.Client { return dynamoClientAt(w.dynamoEndpoint()) }
+
+func dynamoClientAt(endpoint string) *dynamodb.Client {
 	// minidyn sends no CRC32 header; the SDK would warn on every reply.
-	return dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(w.dynamoEndpoint()), DisableValidateResponseChecksum: true,
+	return dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), DisableValidateResponseChecksum: true,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test-secret", ""), Logger: logging.Nop{}})
 }
 

@@ -2,6 +2,7 @@ package drain_test
 
 import (
 	"context"
+	"maps"
 	"sync/atomic"
 	"testing"
 
@@ -28,25 +29,9 @@ func TestFreshStateTableAfterRecreation(t *testing.T) {
 		w.drainUntilQuiet(s, topic, 10)
 
 		set := w.settings("fresh", topic)
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
-		set["SINK_STATE_TABLE"] = cfg.Plugin.StateTable + "-new"
-		w.stateStore(set["SINK_STATE_TABLE"])
-		fresh := w.sink(w.config(set), app.Options{})
+		set["SINK_STATE_TABLE"] = cfg.Plugin.StateTable
 		w.produce(topic, 1, 50, 120)
-		sum, err := fresh.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := sum.Partitions[0]; p.Generation != 1 {
-			t.Fatalf("the fresh state item archives generation %d, want 1 (the live incarnation's)", p.Generation)
-		}
-		w.drainUntilQuiet(fresh, topic, 10)
-
-		all := w.objects(fresh, "archive/")
-		w.checkGeneration(all, 0, old, topic, "json_lines")
-		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
-		w.auditClean(fresh)
+		w.freshTableArchivesGeneration1(set, topic, old)
 	})
 }
 
@@ -137,20 +122,32 @@ func TestFirstRunMarksItsGenerationDespiteAStaleAssignment(t *testing.T) {
 		w.deleteTopic(topic)
 		w.produce(topic, 1, 150, 120)
 
-		set["SINK_STATE_TABLE"] += "-new"
-		w.stateStore(set["SINK_STATE_TABLE"])
-		fresh := w.sink(w.config(set), app.Options{})
-		sum, err := fresh.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := sum.Partitions[0]; p.Generation != 1 {
-			t.Fatalf("the fresh state item archives generation %d, want 1 (the first run's generation marker ties generation 0 to the old incarnation)", p.Generation)
-		}
-		w.drainUntilQuiet(fresh, topic, 10)
-		all := w.objects(fresh, "archive/")
-		w.checkGeneration(all, 0, old, topic, "json_lines")
-		w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
-		w.auditClean(fresh)
+		w.freshTableArchivesGeneration1(set, topic, old)
 	})
+}
+
+// freshTableArchivesGeneration1 runs a sink of settings set on a new,
+// empty state table after topic was re-created (old is what its earlier
+// incarnation received): it must archive the live incarnation as
+// generation 1, beside the earlier one's generation 0, audit clean.
+func (w *world) freshTableArchivesGeneration1(set map[string]string, topic string, old [][]sent) {
+	w.t.Helper()
+	set = maps.Clone(set)
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
+	set["SINK_STATE_TABLE"] += "-new"
+	w.stateStore(set["SINK_STATE_TABLE"])
+	fresh := w.sink(w.config(set), app.Options{})
+	sum, err := fresh.Run(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if p := sum.Partitions[0]; p.Generation != 1 {
+		w.t.Fatalf("the fresh state item archives generation %d, want 1 (the generation markers tie generation 0 to the earlier incarnation)", p.Generation)
+	}
+	w.drainUntilQuiet(fresh, topic, 10)
+	all := w.objects(fresh, "archive/")
+	w.checkGeneration(all, 0, old, topic, "json_lines")
+	w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
+	w.auditClean(fresh)
 }

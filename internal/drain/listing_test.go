@@ -247,30 +247,14 @@ func TestDataObjectNeverWithoutItsErrorObject(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
 		broker := w.hooks(t) // retention: DeleteBelow
 		topic := uniqueName("errfirst")
-		w.produceWith(topic, 1, 60, errorPayload)
-		set := w.settings("errfirst", topic)
-		set["SINK_INVALID_PAYLOAD"] = "error_object"
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
-		set["SINK_MAX_ATTEMPTS"] = "1"
 		refuseErrors := func(r *http.Request) bool {
 			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/_errors/")
 		}
-		proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: refuseErrors})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		set["SINK_ENDPOINT"] = proxy.URL()
-		if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
-			t.Fatal("the run whose error objects were refused succeeded")
-		}
-		if err := broker.DeleteBelow(w.stream, topic, 0, 50); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(1100 * time.Millisecond) // the failed run's lease lapses
-
-		set["SINK_ENDPOINT"] = w.s3.Endpoint
+		set := w.refusedRun("errfirst", topic, refuseErrors, func() {
+			if err := broker.DeleteBelow(w.stream, topic, 0, 50); err != nil {
+				t.Fatal(err)
+			}
+		})
 		s := w.sink(w.config(set), app.Options{})
 		w.drainUntilQuiet(s, topic, 10)
 		all := map[string]bool{}
@@ -336,16 +320,7 @@ func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
 		if err, ok := puts.errs[ekey]; ok && !errors.Is(err, s3store.ErrConflict) {
 			t.Fatalf("the stale run's error object write returned %v, want a conflict with the fence", err)
 		}
-		seen := w.errorRecords(fresh)
-		for n := uint64(30); n < 100; n++ {
-			want := 0
-			if n%7 == 6 || n%21 == 20 {
-				want = 1
-			}
-			if seen[n] != want {
-				t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
-			}
-		}
+		w.rejectedOnce(fresh, 30, 100)
 		w.auditClean(fresh)
 	})
 }
@@ -553,6 +528,22 @@ func (w *world) dieMidUploadOnEach(cfgs ...*config.Config) {
 	}
 }
 
+// rejectedOnce fails unless each offset in from..to-1 that errorPayload
+// makes not JSON is in exactly one error object, and no other is.
+func (w *world) rejectedOnce(s *app.Sink, from, to uint64) {
+	w.t.Helper()
+	seen := w.errorRecords(s)
+	for n := from; n < to; n++ {
+		want := 0
+		if n%7 == 6 || n%21 == 20 {
+			want = 1
+		}
+		if seen[n] != want {
+			w.t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
+		}
+	}
+}
+
 // errorRecords counts, per offset, the records in every error object.
 func (w *world) errorRecords(s *app.Sink) map[uint64]int {
 	w.t.Helper()
@@ -585,27 +576,10 @@ func (w *world) errorRecords(s *app.Sink) map[uint64]int {
 func TestOrphanedErrorObjectRemoved(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
 		topic := uniqueName("orphanerr")
-		w.produceWith(topic, 1, 60, errorPayload)
-		set := w.settings("orphanerr", topic)
-		set["SINK_INVALID_PAYLOAD"] = "error_object"
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
-		set["SINK_MAX_ATTEMPTS"] = "1"
 		refuseData := func(r *http.Request) bool {
 			return r.Method == http.MethodPut && !strings.Contains(r.URL.Path, "/_errors/") && !strings.Contains(r.URL.Path, "/_generations/")
 		}
-		proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: refuseData})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		set["SINK_ENDPOINT"] = proxy.URL()
-		if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
-			t.Fatal("the run whose data objects were refused succeeded")
-		}
-		time.Sleep(1100 * time.Millisecond) // the failed run's lease lapses
-
-		set["SINK_ENDPOINT"] = w.s3.Endpoint
+		set := w.refusedRun("orphanerr", topic, refuseData, func() {})
 		orphans := w.listKeys(w.sink(w.config(set), app.Options{}), "archive/_errors/")
 		if len(orphans) != 1 {
 			t.Fatalf("error objects after the refused run: %q, want the first object's", orphans)
@@ -616,16 +590,35 @@ func TestOrphanedErrorObjectRemoved(t *testing.T) {
 		if body, err := s.Objects.Get(context.Background(), orphans[0]); err != nil || len(body) != 0 {
 			t.Fatalf("the orphaned error object %s holds %d bytes (%v); want the empty fence", orphans[0], len(body), err)
 		}
-		seen := w.errorRecords(s)
-		for n := uint64(0); n < 60; n++ {
-			want := 0
-			if n%7 == 6 || n%21 == 20 {
-				want = 1
-			}
-			if seen[n] != want {
-				t.Fatalf("rejected record %d is in %d error objects, want %d", n, seen[n], want)
-			}
-		}
+		w.rejectedOnce(s, 0, 60)
 		w.auditClean(s)
 	})
+}
+
+// refusedRun produces 60 messages of errorPayload into topic and runs a
+// sink (error objects, objects of 40 messages, one attempt per request)
+// whose S3 requests that refuse matches are forbidden; the run must fail.
+// After then (retention, say) it waits for the run's lease to lapse, and
+// returns the settings, pointed at S3 again.
+func (w *world) refusedRun(bucket, topic string, refuse func(*http.Request) bool, then func()) map[string]string {
+	w.t.Helper()
+	w.produceWith(topic, 1, 60, errorPayload)
+	set := w.settings(bucket, topic)
+	set["SINK_INVALID_PAYLOAD"] = "error_object"
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "40"
+	set["SINK_MAX_ATTEMPTS"] = "1"
+	proxy, err := faultproxy.Start(w.s3.Endpoint, faultproxy.Config{Forbid: true, Only: refuse})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer proxy.Close()
+	set["SINK_ENDPOINT"] = proxy.URL()
+	if _, err := w.sink(w.config(set), app.Options{}).Run(context.Background()); err == nil {
+		w.t.Fatal("the run whose requests were refused succeeded")
+	}
+	then()
+	time.Sleep(1100 * time.Millisecond) // the failed run's lease lapses
+	set["SINK_ENDPOINT"] = w.s3.Endpoint
+	return set
 }

@@ -2,15 +2,11 @@ package drain_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
@@ -41,18 +37,7 @@ func TestRenamedTopicCarriesItsState(t *testing.T) {
 		w.hooks(t) // renames through the broker
 		topic, cfg, _ := w.archivedTopic("rename", 100)
 		w.produce(topic, 1, 25, 120)
-		var crashed atomic.Bool
-		crash := func(s drain.Step, _ batch.Partition) error {
-			if s == drain.StepUploaded && crashed.CompareAndSwap(false, true) {
-				return errors.New("injected")
-			}
-			return nil
-		}
-		if _, err := w.sink(cfg, app.Options{Hooks: crashAt(crash)}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-			t.Fatalf("crashing run: %v", err)
-		}
-
-		time.Sleep(cfg.Plugin.LeaseDuration) // the dead run's lease, under the old name, runs out
+		w.crashAtEach(cfg, 0, drain.StepUploaded) // and its lease, under the old name, runs out
 		renamed := topic + "-v2"
 		w.renameTopic(topic, renamed)
 		w.produce(renamed, 1, 25, 120)
@@ -127,17 +112,7 @@ func TestTopicRenamedTwice(t *testing.T) {
 		w.hooks(t) // renames through the broker
 		first, cfg, _ := w.archivedTopic("twice", 100)
 		w.produce(first, 1, 25, 120)
-		var crashed atomic.Bool
-		crash := func(s drain.Step, _ batch.Partition) error {
-			if s == drain.StepIntent && crashed.CompareAndSwap(false, true) {
-				return errors.New("injected")
-			}
-			return nil
-		}
-		if _, err := w.sink(cfg, app.Options{Hooks: crashAt(crash)}).Run(context.Background()); !errors.Is(err, drain.ErrCrash) {
-			t.Fatalf("crashing run: %v", err)
-		}
-		time.Sleep(cfg.Plugin.LeaseDuration) // the dead run's lease runs out
+		w.crashAtEach(cfg, 0, drain.StepIntent) // and its lease, under the old name, runs out
 
 		sinkFor := func(topic string) *app.Sink {
 			set := w.settings("twice", topic)

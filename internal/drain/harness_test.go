@@ -441,6 +441,9 @@ func decode(t *testing.T, format string, o object) []record {
 	var recs []record
 	switch format {
 	case "json_lines":
+		if len(o.body) == 0 {
+			return nil // every record of the range rejected (invalid_payload = "error_object")
+		}
 		if !bytes.HasSuffix(o.body, []byte("\n")) {
 			t.Fatalf("%s: json_lines object does not end with a newline", o.key)
 		}

@@ -126,8 +126,11 @@ type model struct {
 	earlier []string
 	// replaced: the state table was replaced by an empty one.
 	replaced bool
-	configs  []map[string]string // earlier configurations, for flip-backs
-	log      []string            // what the schedule did, printed on failure
+	// fences counts empty objects without a void marker left out of the
+	// coverage (see coverage).
+	fences  int
+	configs []map[string]string // earlier configurations, for flip-backs
+	log     []string            // what the schedule did, printed on failure
 }
 
 const modelLease = time.Second // config.MinLeaseDuration
@@ -568,8 +571,8 @@ func (m *model) verify() {
 	for _, r := range reports {
 		objects, gaps, voided = objects+r.Objects, gaps+r.GapMarkers, voided+r.Voided
 	}
-	m.t.Logf("seed %d: %d objects, %d gap markers, %d voided keys, %d incarnations; schedule:\n  %s",
-		m.seed, objects, gaps, voided, len(incarnations), strings.Join(m.log, "\n  "))
+	m.t.Logf("seed %d: %d objects, %d gap markers, %d voided keys, %d fences without a void marker, %d incarnations; schedule:\n  %s",
+		m.seed, objects, gaps, voided, m.fences, len(incarnations), strings.Join(m.log, "\n  "))
 }
 
 type genPart struct{ gen, part uint32 }
@@ -644,6 +647,13 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 			if _, found := errorObjects[ek]; found {
 				sp.rejected = m.errorOffsets(s, ek)
 				delete(errorObjects, ek)
+			}
+			if empty, ok := batch.EmptyObject(n.Ext); ok && bytes.Equal(body, empty) && len(sp.rejected) == 0 {
+				// A void's fence whose marker is not written yet (its run
+				// died in between; the next write at the key writes it):
+				// an empty object of the format, and no error records.
+				m.fences++
+				continue
 			}
 			if sp.parquet = strings.HasSuffix(key, ".parquet"); sp.parquet {
 				pq[key] = body // read back below, all in one process

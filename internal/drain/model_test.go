@@ -626,10 +626,14 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 	cov := map[genPart][]span{}
 	pq := map[string][]byte{}
 	var voidedData [][2]string // data key, error key
+	// Error objects are named after their data objects, whatever format
+	// those have.
+	errorsOf := keys.NewNamer(s.Config.Plugin.Prefix, s.Config.Plugin.Template, "").WithErrors(s.Config.Plugin.ErrorsPrefix())
 	for _, key := range listed {
 		n, ok := keys.ParseName(key)
 		if ok && !n.Gap && !n.Void && voided[key] {
-			voidedData = append(voidedData, [2]string{key, modelErrorsKey(key, n.Ext)})
+			ek, _ := errorsOf.ErrorsKeyOf(key)
+			voidedData = append(voidedData, [2]string{key, ek})
 		}
 		// A renamed marker repeats, under a later name, what the earlier
 		// name's objects hold: the earlier names' objects are checked.
@@ -643,7 +647,7 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 				m.t.Fatal(err)
 			}
 			sp.size = len(body)
-			ek := modelErrorsKey(key, n.Ext)
+			ek, _ := errorsOf.ErrorsKeyOf(key)
 			if _, found := errorObjects[ek]; found {
 				sp.rejected = m.errorOffsets(s, ek)
 				delete(errorObjects, ek)
@@ -685,13 +689,6 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 	}
 	m.readParquet(cov, pq)
 	return cov
-}
-
-// modelErrorsKey is the key of the error object of the data object at key
-// (extension ext): the same name under the error prefix, as the model's
-// configuration (prefix "archive", the default error prefix) puts it.
-func modelErrorsKey(key, ext string) string {
-	return "archive/_errors/" + strings.TrimPrefix(strings.TrimSuffix(key, ext), "archive/") + keys.ErrorsExt
 }
 
 // errorOffsets reads the offsets of an error object's records, in order.

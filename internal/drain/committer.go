@@ -325,12 +325,14 @@ func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
 		}
 		// pos..stored lies in no object up to the next one S3 holds, if
 		// any (objects a lifecycle rule expired leave such holes): the
-		// marker ends before it, and adoption goes on from there.
+		// marker ends before it, and adoption goes on from there. It is
+		// put at the time of its first offset, where adoption under a
+		// time template looks for it (walkFolders).
 		last := c.stored
 		if c.hasResume && c.resume > pos && c.resume-1 < last {
 			last = c.resume - 1
 		}
-		skip := &sealed{first: pos, last: last, ts: c.timestampNear(ctx, last), gap: true, cause: CauseSkipped, done: func() {}}
+		skip := &sealed{first: pos, last: last, ts: c.timestampNear(ctx, pos), gap: true, cause: CauseSkipped, done: func() {}}
 		if err := c.setIntent(ctx, skip); err != nil {
 			return 0, err
 		}

@@ -427,6 +427,107 @@ func TestAdoptionOutOfTimeIsAnError(t *testing.T) {
 	})
 }
 
+// keyCounter counts the keys ListAfter hands over, which is what adoption
+// lists.
+type keyCounter struct {
+	app.ObjectStore
+	n atomic.Int64
+}
+
+func (k *keyCounter) ListAfter(ctx context.Context, prefix, startAfter string, fn func(string, int64) error) error {
+	return k.ObjectStore.ListAfter(ctx, prefix, startAfter, func(key string, size int64) error {
+		k.n.Add(1)
+		return fn(key, size)
+	})
+}
+
+// Under a time-first template the listing prefix covers every topic's
+// objects, and another sink's: adoption lists the folders of its own
+// partition at its messages' times, from the offset it looks for, not the
+// whole prefix (issue 21, item 4). A topic added later lists next to
+// nothing; a new state table of an archived topic lists that topic's
+// objects, and adopts them exactly.
+func TestTimeFirstAdoptionListsItsOwnFolders(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		const decoys = 600
+		first, later := uniqueName("orders"), uniqueName("payments")
+		w.produce(first, 2, 40, 100)
+		set := w.settings("ownfolders", first)
+		set["SINK_PATH_TEMPLATE"] = "dt={date}/{stream}/{topic}"
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "15"
+		w.drainUntilQuiet(w.sink(w.config(set), app.Options{}), first, 10)
+
+		// Another sink's topic under the same prefix, in today's folder.
+		tpl, err := keys.ParseTemplate(set["SINK_PATH_TEMPLATE"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := keys.NewNamer("archive", tpl, "jsonl")
+		s := w.sink(w.config(set), app.Options{})
+		now := uint64(time.Now().UnixMicro())
+		work := make(chan int)
+		errs := make(chan error, 8)
+		for g := 0; g < 8; g++ {
+			go func() {
+				var err error
+				for i := range work {
+					key := other.Partition(w.stream, "decoy", uint32(i%2)).Object(uint64(i)*10, uint64(i)*10+9, now)
+					if err == nil {
+						_, err = s.Objects.Put(context.Background(), s3store.Object{Key: key}, []byte("{}\n"))
+					}
+				}
+				errs <- err
+			}()
+		}
+		for i := 0; i < decoys; i++ {
+			work <- i
+		}
+		close(work)
+		for g := 0; g < 8; g++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(w.listKeys(s, "archive/dt=")); n < decoys+6 {
+			t.Fatalf("the prefix holds %d keys, want the %d decoys and the topic's 6 objects", n, decoys)
+		}
+
+		w.produce(later, 2, 40, 100)
+		set["SINK_TOPICS"] = first + "," + later
+		both := w.sink(w.config(set), app.Options{})
+		counted := &keyCounter{ObjectStore: both.Objects}
+		both.Objects = counted
+		w.drainUntilQuiet(both, later, 10)
+		t.Logf("adoption of the added topic listed %d keys", counted.n.Load())
+		if n := counted.n.Load(); n > 20 {
+			t.Errorf("adoption of the added topic listed %d keys; want its own folders' (none), not the prefix's %d", n, decoys+6)
+		}
+
+		set["SINK_STATE_TABLE"] += "-new"
+		w.stateStore(set["SINK_STATE_TABLE"])
+		fresh := w.sink(w.config(set), app.Options{})
+		counted = &keyCounter{ObjectStore: fresh.Objects}
+		fresh.Objects = counted
+		sum, err := fresh.Run(context.Background())
+		if err != nil || sum.Objects != 0 {
+			t.Fatalf("run on the new table: %d objects, %v; want none written (everything adopted)", sum.Objects, err)
+		}
+		t.Logf("adoption on a new table listed %d keys", counted.n.Load())
+		if n := counted.n.Load(); n > 30 {
+			t.Errorf("adoption on a new table listed %d keys; want about the two topics' 12 objects, not the prefix's %d", n, decoys+12)
+		}
+		all := w.objects(fresh, "archive/")
+		w.checkGeneration(objectsOf(all, first), 0, w.sent(first), first, "json_lines")
+		w.checkGeneration(objectsOf(all, later), 0, w.sent(later), later, "json_lines")
+		for _, r := range w.auditClean(fresh) {
+			if r.Topic != "decoy" && (r.Objects != 3 || r.Messages != 40) {
+				t.Fatalf("audit of %s/%d: %d objects, %d messages; want 3 and 40", r.Topic, r.Partition, r.Objects, r.Messages)
+			}
+		}
+	})
+}
+
 // A new state table, the group at the end, and a hole in what S3 holds (a
 // lifecycle rule expired the oldest object): the skip marker covers the
 // hole only, and the objects after it are adopted, not covered twice.

@@ -490,3 +490,42 @@ func TestGenerationMarkerNames(t *testing.T) {
 		}
 	}
 }
+
+// ListingAt bounds a time template's listing to the one folder of a server
+// time: every key of the partition rendered at that time with a first
+// offset from on is listed, and no key of another partition, of an
+// earlier first offset, or of another time's folder.
+func TestListingAt(t *testing.T) {
+	day := uint64(86_400_000_000)
+	ts := uint64(1_764_547_200_000_000) + 3*3_600_000_000 + 7 // 2025-12-01 03:00
+	for _, src := range []string{"dt={date}/{stream}/{topic}", "{stream}/{date}/{topic}", "{stream}/{topic}/{year}/{month}/{day}/{hour}", "{stream}/{topic}", "t={timestamp}/{stream}/{topic}"} {
+		tp := mustParse(t, src)
+		n := NewNamer("arch", tp, "jsonl")
+		pn := n.Partition("s", "t", 3)
+		got := pn.ListingAt(100, ts)
+		listed := func(k string) bool {
+			l := got[0]
+			if strings.HasPrefix(k[strings.LastIndexByte(k, '/')+1:], "_") {
+				l = got[1]
+			}
+			return strings.HasPrefix(k, l[0]) && k > l[1]
+		}
+		for _, k := range []string{pn.Object(100, 120, ts), pn.Gap(100, 101, ts), pn.Object(1000, 1001, ts), pn.Generation(2).Object(100, 120, ts), pn.Skip(100, 200, ts)} {
+			if !listed(k) {
+				t.Errorf("%s: %s is not listed by %v", src, k, got)
+			}
+		}
+		for _, k := range []string{pn.Object(99, 120, ts), n.Partition("s", "t", 4).Object(100, 120, ts), n.Partition("s", "u", 3).Object(100, 120, ts), n.Partition("s", "t", 30).Object(100, 120, ts)} {
+			if listed(k) {
+				t.Errorf("%s: %s is listed by %v", src, k, got)
+			}
+		}
+		if pn.TimeFolders() {
+			if k := pn.Object(100, 120, ts+day); listed(k) {
+				t.Errorf("%s: %s (another day) is listed by %v", src, k, got)
+			}
+		} else if fmt.Sprint(got) != fmt.Sprint(pn.Listing(100)) {
+			t.Errorf("%s: ListingAt = %v, want Listing's %v", src, got, pn.Listing(100))
+		}
+	}
+}

@@ -129,15 +129,36 @@ func (m *atomMatch) walk(from int, dir string) bool {
 // in one folder, named by partition and first offset, so two listings
 // bound it: the data objects' and the markers' ("_"), each starting at
 // from. With a time field the folders vary, and the listing is
-// ListPrefix's, whole.
+// ListPrefix's, whole (ListingAt bounds one of its folders).
 func (p PartitionNamer) Listing(from uint64) [][2]string {
-	t := p.n.tpl
-	for _, s := range t.segments {
+	if p.TimeFolders() {
+		return [][2]string{{p.ListPrefix(), ""}}
+	}
+	return p.bounded(p.ListPrefix(), from)
+}
+
+// TimeFolders reports whether the path template has a time field, so that
+// a partition's keys spread over folders by server time.
+func (p PartitionNamer) TimeFolders() bool {
+	for _, s := range p.n.tpl.segments {
 		if s.kind >= phDate {
-			return [][2]string{{p.ListPrefix(), ""}}
+			return true
 		}
 	}
-	folder := p.ListPrefix()
+	return false
+}
+
+// ListingAt is Listing for the one folder the path template renders for
+// server time tsMicros, bounded like a time-free template's: the keys of
+// this partition in that folder from first offset from on.
+func (p PartitionNamer) ListingAt(from, tsMicros uint64) [][2]string {
+	t := p.n.tpl
+	dst := appendPrefix(nil, p.n.prefix)
+	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, tsMicros, len(t.segments))
+	return p.bounded(string(append(dst, '/')), from)
+}
+
+func (p PartitionNamer) bounded(folder string, from uint64) [][2]string {
 	name := string(appendPadded(nil, uint64(p.partition), 5)) + "-"
 	// Keys of first offsets below from sort before this; from's own
 	// objects sort after it (it is a prefix of their names).

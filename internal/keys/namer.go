@@ -167,7 +167,7 @@ func (p PartitionNamer) Hole(first, last, tsMicros uint64) string {
 
 // Skip is the key of the marker reporting offsets first..last as passed
 // over because the consumer group was moved past them; tsMicros is the
-// server time of a message near them.
+// server time of the message at first (or the next one left).
 func (p PartitionNamer) Skip(first, last, tsMicros uint64) string {
 	return string(p.appendName(nil, true, first, last, tsMicros, SkipExt))
 }

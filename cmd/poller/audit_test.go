@@ -111,4 +111,10 @@ func TestAuditProgressLine(t *testing.T) {
 	if !strings.HasSuffix(buf.String(), "listed app/logs partition 2 (3 of 16): 1000 keys\n") {
 		t.Fatalf("second line: %q", buf.String())
 	}
+	now = now.Add(2 * time.Second)
+	step.Sharing = 6 // a time-first template: one listing for every topic's partitions
+	p.report(step)
+	if !strings.HasSuffix(buf.String(), "listed app/logs partition 2 (3 of 16, a listing 6 partitions share): 1000 keys\n") {
+		t.Fatalf("shared listing's line: %q", buf.String())
+	}
 }

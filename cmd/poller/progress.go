@@ -35,6 +35,10 @@ func (p *auditProgress) report(pr audit.Progress) {
 	if pr.Done {
 		state = "listed"
 	}
-	fmt.Fprintf(p.w, "audit: %d keys listed so far; %s %s/%s partition %d (%d of %d): %d keys\n",
-		pr.Total, state, pr.Stream, pr.Topic, pr.Partition, pr.Index+1, pr.Partitions, pr.Listed)
+	shared := ""
+	if pr.Sharing > 1 {
+		shared = fmt.Sprintf(", a listing %d partitions share", pr.Sharing)
+	}
+	fmt.Fprintf(p.w, "audit: %d keys listed so far; %s %s/%s partition %d (%d of %d%s): %d keys\n",
+		pr.Total, state, pr.Stream, pr.Topic, pr.Partition, pr.Index+1, pr.Partitions, shared, pr.Listed)
 }

@@ -108,10 +108,14 @@ func (r *Report) OK() bool {
 // Progress is how far a Check has come, for a progress line on long
 // listings.
 type Progress struct {
-	// Index is the partition being listed (0-based) of Partitions.
+	// Index is the partition being listed (0-based) of Partitions: the
+	// first of those the listing serves, when it serves several (Sharing).
 	Index, Partitions int
 	Stream, Topic     string
 	Partition         uint32
+	// Sharing counts the partitions this listing serves: those whose keys
+	// share its prefix, e.g. every topic's under a time-first template.
+	Sharing int
 	// Listed counts the keys listed for this partition so far, Total for
 	// the whole check.
 	Listed, Total int
@@ -136,80 +140,146 @@ func Check(ctx context.Context, l Lister, names *keys.Namer, parts []Partition) 
 	return CheckWith(ctx, l, names, parts, Options{})
 }
 
-// CheckWith is Check with options.
+// listed is what the listings found of one partition.
+type listed struct {
+	ranges []Range
+	voided map[string]bool
+	errs   map[uint32][]Range
+}
+
+// CheckWith is Check with options. Partitions whose keys share a listing
+// prefix (a template without {partition}, or with a time field before
+// {stream} or {topic}) are listed once for all of them.
 func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partition, o Options) ([]Report, error) {
-	reports := make([]Report, 0, len(parts))
+	found := make([]listed, len(parts))
+	for i := range found {
+		found[i].voided = map[string]bool{}
+	}
 	total := 0
-	for i, p := range parts {
-		pn := names.Partition(p.Stream, p.Topic, p.Partition)
-		lp, holds := pn.ListPrefix(), pn.Matcher()
-		var ranges []Range
-		voided := map[string]bool{}
-		pr := Progress{Index: i, Partitions: len(parts), Stream: p.Stream, Topic: p.Topic, Partition: p.Partition}
-		err := l.List(ctx, lp, func(key string, size int64) error {
+	data := groupByPrefix(names, parts, func(pn keys.PartitionNamer) (string, func(string) bool, bool) {
+		return pn.ListPrefix(), pn.Matcher(), true
+	})
+	for _, g := range data {
+		i := g.members[0]
+		pr := Progress{Index: i, Partitions: len(parts), Stream: parts[i].Stream, Topic: parts[i].Topic, Partition: parts[i].Partition, Sharing: len(g.members)}
+		err := l.List(ctx, g.prefix, func(key string, size int64) error {
 			pr.Listed++
 			if o.Progress != nil && pr.Listed%ProgressEvery == 0 {
 				pr.Total = total + pr.Listed
 				o.Progress(pr)
 			}
 			n, ok := keys.ParseName(key)
-			switch {
-			case !ok || n.Partition != p.Partition || !holds(key): // another topic's, under a time-first template
-			case n.Void:
-				if k, ok := keys.Voided(key); ok {
-					voided[k] = true
+			if !ok {
+				return nil
+			}
+			for _, j := range g.whose(n.Partition, key) { // another topic's, under a time-first template, are not
+				f := &found[j]
+				if n.Void {
+					if k, ok := keys.Voided(key); ok {
+						f.voided[k] = true
+					}
+					continue
 				}
-			default:
-				ranges = append(ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, TooLarge: n.TooLarge, Size: size, Generation: n.Generation})
+				f.ranges = append(f.ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, TooLarge: n.TooLarge, Size: size, Generation: n.Generation})
 			}
 			return nil
 		})
 		if err != nil {
-			return reports, fmt.Errorf("audit: list %q: %w", lp, err)
+			return nil, fmt.Errorf("audit: list %q: %w", g.prefix, err)
 		}
 		total += pr.Listed
 		if o.Progress != nil {
 			pr.Total, pr.Done = total, true
 			o.Progress(pr)
 		}
-		errs, err := listErrors(ctx, l, names, p)
-		if err != nil {
-			return reports, err
-		}
-		reps := verifyGenerations(p, ranges, voided)
+	}
+	if err := listErrors(ctx, l, names, parts, found); err != nil {
+		return nil, err
+	}
+	reports := make([]Report, 0, len(parts))
+	for i, p := range parts {
+		f := found[i]
+		reps := verifyGenerations(p, f.ranges, f.voided)
 		voidedErrs := map[string]bool{} // the error keys of voided data keys
-		for k := range voided {
+		for k := range f.voided {
 			if ek, ok := names.ErrorsKeyOf(k); ok {
 				voidedErrs[ek] = true
 			}
 		}
 		for i := range reps {
-			checkErrors(&reps[i], errs[reps[i].Generation], voidedErrs)
+			checkErrors(&reps[i], f.errs[reps[i].Generation], voidedErrs)
 		}
 		reports = append(reports, reps...)
 	}
 	return reports, nil
 }
 
-// listErrors lists a partition's error objects by generation.
-func listErrors(ctx context.Context, l Lister, names *keys.Namer, p Partition) (map[uint32][]Range, error) {
-	pn := names.Partition(p.Stream, p.Topic, p.Partition)
-	lp, ok := pn.ErrorsListPrefix()
-	if !ok {
-		return nil, nil
-	}
-	holds := pn.ErrorsMatcher()
-	out := map[uint32][]Range{}
-	err := l.List(ctx, lp, func(key string, size int64) error {
-		if n, ok := keys.ParseErrorsName(key); ok && n.Partition == p.Partition && holds(key) {
-			out[n.Generation] = append(out[n.Generation], Range{First: n.First, Last: n.Last, Key: key, Size: size, Generation: n.Generation})
+// prefixGroup is the partitions one listing serves, in the order given.
+type prefixGroup struct {
+	prefix  string
+	members []int
+	holds   []func(key string) bool // members' matchers, by position
+	parts   []uint32                // members' partition numbers, by position
+}
+
+// whose returns the members a listed key of partition number part belongs to.
+func (g *prefixGroup) whose(part uint32, key string) []int {
+	var out []int
+	for m, j := range g.members {
+		if g.parts[m] == part && g.holds[m](key) {
+			out = append(out, j)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("audit: list %q: %w", lp, err)
 	}
-	return out, nil
+	return out
+}
+
+// groupByPrefix groups parts by the listing prefix of their keys; of says
+// where a partition's keys are listed and which are its own (false: it has
+// none to list).
+func groupByPrefix(names *keys.Namer, parts []Partition, of func(keys.PartitionNamer) (string, func(string) bool, bool)) []*prefixGroup {
+	var groups []*prefixGroup
+	byPrefix := map[string]*prefixGroup{}
+	for i, p := range parts {
+		prefix, holds, ok := of(names.Partition(p.Stream, p.Topic, p.Partition))
+		if !ok {
+			continue
+		}
+		g := byPrefix[prefix]
+		if g == nil {
+			g = &prefixGroup{prefix: prefix}
+			byPrefix[prefix] = g
+			groups = append(groups, g)
+		}
+		g.members, g.holds, g.parts = append(g.members, i), append(g.holds, holds), append(g.parts, p.Partition)
+	}
+	return groups
+}
+
+// listErrors lists the partitions' error objects by generation into found.
+func listErrors(ctx context.Context, l Lister, names *keys.Namer, parts []Partition, found []listed) error {
+	groups := groupByPrefix(names, parts, func(pn keys.PartitionNamer) (string, func(string) bool, bool) {
+		lp, ok := pn.ErrorsListPrefix()
+		return lp, pn.ErrorsMatcher(), ok
+	})
+	for _, g := range groups {
+		err := l.List(ctx, g.prefix, func(key string, size int64) error {
+			n, ok := keys.ParseErrorsName(key)
+			if !ok {
+				return nil
+			}
+			for _, j := range g.whose(n.Partition, key) {
+				if found[j].errs == nil {
+					found[j].errs = map[uint32][]Range{}
+				}
+				found[j].errs[n.Generation] = append(found[j].errs[n.Generation], Range{First: n.First, Last: n.Last, Key: key, Size: size, Generation: n.Generation})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("audit: list %q: %w", g.prefix, err)
+		}
+	}
+	return nil
 }
 
 // checkErrors counts a generation's error objects; one whose range is no

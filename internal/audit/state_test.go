@@ -84,6 +84,58 @@ func TestCheckProgress(t *testing.T) {
 	}
 }
 
+// countingListing counts the listings made.
+type countingListing struct {
+	listing
+	prefixes []string
+}
+
+func (c *countingListing) List(ctx context.Context, prefix string, fn func(string, int64) error) error {
+	c.prefixes = append(c.prefixes, prefix)
+	return c.listing.List(ctx, prefix, fn)
+}
+
+// Under a time-first template every topic's keys share one listing prefix:
+// the audit lists it once for all partitions (not once each), and still
+// gives each partition its own objects only.
+func TestCheckListsASharedPrefixOnce(t *testing.T) {
+	tp, _ := keys.ParseTemplate("dt={date}/{stream}/{topic}")
+	names := keys.NewNamer("p", tp, "jsonl").WithErrors("_errors")
+	l := &countingListing{listing: listing{}}
+	var parts []Partition
+	for ti, topic := range []string{"a", "b", "c"} {
+		for part := range uint32(2) {
+			pn := names.Partition("s", topic, part)
+			n := uint64(10 * (ti + 1)) // objects of 10 offsets: 10, 20, 30 offsets a partition
+			for first := uint64(0); first < n; first += 10 {
+				l.listing[pn.Object(first, first+9, 0)] = 1
+			}
+			l.listing[pn.Errors(0, 9, 0)] = 1
+			parts = append(parts, Partition{Stream: "s", Topic: topic, Partition: part, Committed: u(n - 1)})
+		}
+	}
+	var sharing []int
+	reports, err := CheckWith(context.Background(), l, names, parts, Options{Progress: func(p Progress) { sharing = append(sharing, p.Sharing) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.prefixes) != 2 {
+		t.Fatalf("listed %v; want the data prefix and the error prefix once each", l.prefixes)
+	}
+	if fmt.Sprint(sharing) != "[6]" {
+		t.Errorf("progress calls with Sharing %v; want one done call for the listing the 6 partitions share", sharing)
+	}
+	if len(reports) != 6 {
+		t.Fatalf("%d reports, want 6", len(reports))
+	}
+	for i, r := range reports {
+		want := 10 * (i/2 + 1)
+		if !r.OK() || r.Messages != uint64(want) || r.Objects != want/10 || r.ErrorObjects != 1 {
+			t.Errorf("%s/%d: %+v; want %d objects of %d messages and one error object, clean", r.Topic, r.Partition, r, want/10, want)
+		}
+	}
+}
+
 func TestWriteJSON(t *testing.T) {
 	reports := []Report{
 		Verify(Partition{Stream: "s", Topic: "t", Partition: 0, Committed: u(19)}, []Range{{First: 0, Last: 9, Key: "a", Size: 5}, {First: 10, Last: 19, Key: "b", Size: 5}}),

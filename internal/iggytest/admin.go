@@ -111,6 +111,34 @@ func (b *Broker) RenameTopic(stream, topicName, newName string) error {
 	return nil
 }
 
+// Restart is what clients see of a server restart that keeps its data:
+// every connection drops, and with it every group membership (so the
+// clients' rejoins rebalance the groups); messages and stored offsets stay;
+// streams, topics and partitions get new creation times, as 0.8.0 stamps
+// them when it loads them (a 0.10 partition keeps its incarnation). It
+// returns how many connections it dropped.
+func (b *Broker) Restart() int {
+	b.mu.Lock()
+	now := micros(time.Now())
+	for _, st := range b.streams {
+		if st == nil {
+			continue
+		}
+		st.createdAt = now
+		for _, t := range st.topics {
+			if t == nil {
+				continue
+			}
+			t.createdAt = now
+			for _, p := range t.partitions {
+				p.createdAt = now
+			}
+		}
+	}
+	b.mu.Unlock()
+	return b.DropConnections()
+}
+
 // partitionOf must be called with b.mu held.
 func (b *Broker) partitionOf(streamName, topicName string, partition uint32) (*topic, *partition, error) {
 	_, t, serr := b.resolveTopic(ident{name: streamName}, ident{name: topicName})

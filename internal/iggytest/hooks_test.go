@@ -280,3 +280,65 @@ func selfSigned(t *testing.T) (tls.Certificate, string) {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caFile
 }
+
+// Restart keeps messages and stored offsets, drops every connection (and
+// so every group membership), and stamps new creation times, as a 0.8.0
+// server restart does.
+func TestRestart(t *testing.T) {
+	tg := newTarget(t)
+	br := tg.hooks(t)
+	if _, err := br.CreateStream("s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.CreateTopic("s", "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := br.Append("s", "t", 0, []byte{byte('a' + i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := tg.login(t)
+	f := topicFixture{streamID: id(t, "s"), topicID: id(t, "t")}
+	if _, err := c.CreateConsumerGroup(f.streamID, f.topicID, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinConsumerGroup(f.streamID, f.topicID, id(t, "g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StoreConsumerOffset(iggcon.NewGroupConsumer(id(t, "g")), f.streamID, f.topicID, 3, ptr(uint32(0))); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.GetTopic(f.streamID, f.topicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if n := br.Restart(); n < 1 {
+		t.Fatalf("Restart dropped %d connections, want the client's", n)
+	}
+	if err := c.Ping(); err == nil {
+		t.Fatal("a connection from before the restart still answers")
+	}
+	c = tg.login(t)
+	after, err := c.GetTopic(f.streamID, f.topicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CreatedAt == before.CreatedAt || after.Partitions[0].CreatedAt == before.Partitions[0].CreatedAt {
+		t.Fatalf("creation times %d/%d before and %d/%d after the restart; want new ones", before.CreatedAt, before.Partitions[0].CreatedAt, after.CreatedAt, after.Partitions[0].CreatedAt)
+	}
+	if off, ok := br.GroupOffset("s", "t", "g", 0); !ok || off != 3 {
+		t.Fatalf("group offset after the restart = %d, %v; want 3", off, ok)
+	}
+	if off, err := c.GetConsumerOffset(iggcon.NewGroupConsumer(id(t, "g")), f.streamID, f.topicID, ptr(uint32(0))); err != nil || off == nil || off.StoredOffset != 3 {
+		t.Fatalf("group offset read by a client after the restart = %+v, %v; want 3", off, err)
+	}
+	if off, ok := br.HighOffset("s", "t", 0); !ok || off != 4 {
+		t.Fatalf("high offset after the restart = %d, %v; want 4", off, ok)
+	}
+	g, err := c.GetConsumerGroup(f.streamID, f.topicID, id(t, "g"))
+	if err != nil || g.MembersCount != 0 {
+		t.Fatalf("group after the restart: %+v, %v; want no members", g, err)
+	}
+}

@@ -192,10 +192,37 @@ func (c *committer) recreated(ctx context.Context) (bool, error) {
 		return false, err
 	case m == nil:
 		return true, nil // the partition ends before it
-	case m.Offset == off && ts != 0:
-		return m.Timestamp != ts, nil
+	}
+	if same, known := recordedMessage(m, off, ts); known {
+		return !same, nil
+	}
+	// The state's record cannot tell (no server time recorded, as after
+	// adopted objects or a skip marker; or retention took its message):
+	// the generation marker's message may.
+	live, known, err := c.markerTells(ctx)
+	if err != nil || known {
+		return !live, err
 	}
 	return !c.hasStored || c.stored > c.p.info.CurrentOffset, nil
+}
+
+// recordedMessage tells from m, the first message at or after off, whether
+// the partition is the incarnation a record of (off, ts) was made in: ts
+// is the server time of message off, or, for a gap marker ending at off,
+// of the first message after it. The same time at or after off proves it
+// (messages of one send batch share a time; a re-created partition's are
+// later); another message at off disproves it. Otherwise (retention took
+// the recorded message, or ts is 0) known is false.
+func recordedMessage(m *batch.Message, off, ts uint64) (same, known bool) {
+	switch {
+	case ts == 0 || m.Offset < off:
+		return false, false
+	case m.Timestamp == ts:
+		return true, true
+	case m.Offset == off:
+		return false, true
+	}
+	return false, false
 }
 
 // messageAt reads the message at off, or the first after it (retention);
@@ -284,7 +311,7 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	if err != nil {
 		return err
 	}
-	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, gap: true, cause: cause, done: func() {}}
+	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, lastTS: miss.Timestamp, gap: true, cause: cause, done: func() {}}
 	if err := c.setIntent(ctx, gap); err != nil {
 		return err
 	}
@@ -493,7 +520,7 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 	}
 	d := state.Done{Messages: w.Messages, Bytes: w.Bytes, LastTimestamp: cur.lastTS}
 	if cur.gap {
-		d = state.Done{GapMessages: cur.last - cur.first + 1}
+		d = state.Done{GapMessages: cur.last - cur.first + 1, LastTimestamp: cur.lastTS}
 	}
 	if next != nil {
 		in := c.intentFor(next)

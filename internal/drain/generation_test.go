@@ -2,14 +2,18 @@ package drain_test
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
 // A state item created fresh (a new table name, a deleted table, a restore
@@ -150,4 +154,66 @@ func (w *world) freshTableArchivesGeneration1(set map[string]string, topic strin
 	w.checkGeneration(all, 0, old, topic, "json_lines")
 	w.checkGeneration(all, 1, w.sent(topic), topic, "json_lines")
 	w.auditClean(fresh)
+}
+
+// A server restart re-stamps 0.8.0's creation times. When the state last
+// recorded a gap marker (its offsets gone, so no message of its own to
+// look for) and the group had not stored it yet (the run died between the
+// two writes), the first message after the gap, whose server time the
+// state records with it, still tells the incarnation: the restart is no
+// re-creation, and nothing is archived a second time as generation 1
+// (found by the model test once it restarted the server).
+func TestRestartAfterAGapIsNoRecreation(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		br := w.hooks(t)
+		topic := uniqueName("gaprestart")
+		w.produce(topic, 1, 10, 100)
+		if err := br.DeleteBelow(w.stream, topic, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+		set := w.settings("gaprestart", topic)
+		set["SINK_MAX_FILE_AGE"] = "500ms" // 3..9 waits: the gap marker is recorded with no next intent
+		cfg := w.config(set)
+		var killed atomic.Bool
+		dies := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
+			if s == drain.StepStateWritten && killed.CompareAndSwap(false, true) {
+				return errors.New("killed")
+			}
+			return nil
+		})})
+		if _, err := dies.Run(context.Background()); err == nil {
+			t.Fatal("the run that dies after recording the gap marker succeeded")
+		}
+		if off, ok := br.GroupOffset(w.stream, topic, cfg.Streams[0].ConsumerGroup, 0); ok {
+			t.Fatalf("the group stored offset %d; want nothing stored (the run died before)", off)
+		}
+		st, _, err := w.stateStore(cfg.Plugin.StateTable).Get(context.Background(), state.Key{Group: cfg.Streams[0].ConsumerGroup, Stream: w.stream, Topic: topic, Partition: 0})
+		if err != nil || !st.HasWritten || st.LastWritten != 2 || st.Intent != nil {
+			t.Fatalf("state after the dead run: %+v, %v; want the gap marker of 0..2 written, nothing after", st, err)
+		}
+		br.Restart()
+		time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond) // the dead run's lease
+
+		s := w.sink(cfg, app.Options{})
+		sum, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := sum.Partitions[0]; p.Skipped != "" || p.Recreated || p.Generation != 0 || p.Objects != 1 {
+			t.Fatalf("after the restart: %+v; want the object of 3..9 archived, recreated false, generation 0 (the same incarnation)", p)
+		}
+		if p := sum.Partitions[0]; p.Recreated || p.Generation != 0 {
+			t.Fatalf("after the restart: recreated %v, generation %d; want the same incarnation, generation 0", p.Recreated, p.Generation)
+		}
+		w.drainUntilQuiet(s, topic, 10)
+		for _, k := range w.listKeys(s, "archive/") {
+			if strings.Contains(k, "-g1") {
+				t.Fatalf("%s: the restart started generation 1", k)
+			}
+		}
+		r := w.auditClean(s)[0]
+		if r.GapMarkers != 1 || r.Objects != 1 || r.Messages != 7 {
+			t.Fatalf("audit %+v; want the gap marker of 0..2 and one object of 3..9", r)
+		}
+	})
 }

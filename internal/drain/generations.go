@@ -183,10 +183,40 @@ func (c *committer) markerDisowns(ctx context.Context, cur uint64) (bool, error)
 	return !live, err
 }
 
+// markerTells reports whether the marker of the state's generation ties it
+// to the live incarnation by its message (known false when there is no
+// marker, or when retention took its message: creation times are no
+// evidence where a restart re-stamps them).
+func (c *committer) markerTells(ctx context.Context) (live, known bool, err error) {
+	key := c.names.GenerationMarker()
+	var size int64
+	var found bool
+	err = c.await(ctx, func(ctx context.Context) (err error) {
+		size, found, err = c.p.r.Objects.Head(ctx, key)
+		return err
+	})
+	if err != nil || !found {
+		return false, false, err
+	}
+	m, err := c.readMarker(ctx, c.st.Generation, size)
+	if err != nil {
+		return false, false, err
+	}
+	at, err := c.messageAt(ctx, m.Offset, "its generation could be told")
+	switch {
+	case err != nil:
+		return false, false, err
+	case at == nil:
+		return false, true, nil // the partition ends before the marker's message
+	}
+	live, known = recordedMessage(at, m.Offset, m.Timestamp)
+	return live, known, nil
+}
+
 // isLive reports whether the marker's incarnation is the live one: the same
 // 0.10 incarnation number, else the marker's message still at its offset
 // with its server time; when retention took that message, the same
-// creation time.
+// creation time, or a group offset in range.
 func (c *committer) isLive(ctx context.Context, m generationMarker, cur uint64) (bool, error) {
 	if exactIdentity(cur) && exactIdentity(m.Identity) {
 		return cur == m.Identity, nil
@@ -197,10 +227,15 @@ func (c *committer) isLive(ctx context.Context, m generationMarker, cur uint64) 
 		return false, err
 	case at == nil:
 		return false, nil // the partition ends before the marker's message
-	case at.Offset == m.Offset && m.Timestamp != 0:
-		return at.Timestamp == m.Timestamp, nil
 	}
-	return m.Identity == cur, nil
+	if same, known := recordedMessage(at, m.Offset, m.Timestamp); known {
+		return same, nil
+	}
+	// Retention took the marker's message. The same creation time tells,
+	// unless a 0.8.0 restart re-stamped it; then the group does, as in
+	// recreated: a re-created topic comes with a new group, which has
+	// stored nothing in range before the sink archived it.
+	return m.Identity == cur || c.hasStored && c.stored <= c.p.info.CurrentOffset, nil
 }
 
 // startGeneration records cur as the incarnation of a fresh state item, at

@@ -3,6 +3,7 @@ package drain
 import (
 	"testing"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
@@ -28,5 +29,30 @@ func TestIdentity(t *testing.T) {
 	}
 	if exactIdentity(createdAt) {
 		t.Fatal("a creation time reads as an exact incarnation")
+	}
+}
+
+// recordedMessage proves an incarnation by the recorded message's server
+// time at or after its offset, disproves it by another message at the
+// offset, and otherwise leaves it unknown.
+func TestRecordedMessage(t *testing.T) {
+	const ts = 1_796_117_752_292_332
+	for _, tc := range []struct {
+		name        string
+		m           batch.Message
+		off, ts     uint64
+		same, known bool
+	}{
+		{"the message itself", batch.Message{Offset: 5, Timestamp: ts}, 5, ts, true, true},
+		{"another message at its offset", batch.Message{Offset: 5, Timestamp: ts + 1}, 5, ts, false, true},
+		{"the first message after a gap marker", batch.Message{Offset: 6, Timestamp: ts}, 5, ts, true, true},
+		{"a later message of another time (retention took it)", batch.Message{Offset: 9, Timestamp: ts + 7}, 5, ts, false, false},
+		{"no time recorded", batch.Message{Offset: 5, Timestamp: ts}, 5, 0, false, false},
+		{"a message before the offset", batch.Message{Offset: 4, Timestamp: ts}, 5, ts, false, false},
+	} {
+		same, known := recordedMessage(&tc.m, tc.off, tc.ts)
+		if same != tc.same || known != tc.known {
+			t.Errorf("%s: recordedMessage = %v, %v; want %v, %v", tc.name, same, known, tc.same, tc.known)
+		}
 	}
 }

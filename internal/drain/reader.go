@@ -213,7 +213,9 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 			if err := rd.seal(ctx, acc, done, out, true); err != nil {
 				return next, err
 			}
-			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, gap: true, cause: CauseIggyHole, done: func() {}}
+			// lastTS is the message after the gap: what tells this
+			// incarnation by once the gap's offsets are gone (recorded).
+			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, lastTS: m.Timestamp, gap: true, cause: CauseIggyHole, done: func() {}}
 			if i == 0 || msgs[i-1].Offset != next-1 { // retention cannot delete between two messages of a reply
 				var err error
 				if gap.cause, err = rd.p.gapCause(ctx, gap.last); err != nil {
@@ -231,7 +233,7 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 			if err := rd.seal(ctx, acc, done, out, true); err != nil {
 				return next, err
 			}
-			big := &sealed{first: m.Offset, last: m.Offset, ts: m.Timestamp, gap: true, cause: CauseTooLarge, done: func() {}}
+			big := &sealed{first: m.Offset, last: m.Offset, ts: m.Timestamp, lastTS: m.Timestamp, gap: true, cause: CauseTooLarge, done: func() {}}
 			if err := rd.send(ctx, out, big); err != nil {
 				return next, err
 			}

@@ -199,8 +199,10 @@ func position(s state.State) uint64 {
 // stateIsLive reports whether another item's state is of the live
 // incarnation: the same 0.10 incarnation number, else the same creation
 // time, else (a 0.8.0 server re-stamps it on restart) the message it last
-// recorded still at its offset with its server time. Ids are reused after
-// a deletion, so without that evidence nothing is carried over.
+// recorded still at its offset with its server time, else (retention took
+// it) a group offset in range, as in recreated: a rename keeps the group,
+// a topic created anew under the ids comes with a new one. Ids are reused
+// after a deletion, so without that evidence nothing is carried over.
 func (c *committer) stateIsLive(ctx context.Context, s state.State, cur uint64) (bool, error) {
 	if exactIdentity(cur) && exactIdentity(s.Incarnation) {
 		return cur == s.Incarnation, nil
@@ -214,12 +216,19 @@ func (c *committer) stateIsLive(ctx context.Context, s state.State, cur uint64) 
 	} else if !s.HasWritten {
 		ts = 0
 	}
+	groupVouches := s.HasWritten && c.hasStored && c.stored <= c.p.info.CurrentOffset
 	if ts == 0 {
-		return false, nil
+		return groupVouches, nil // nothing recorded to look for (a carried or adopted position)
 	}
 	m, err := c.messageAt(ctx, off, "its earlier names' state could be checked")
 	if err != nil {
 		return false, err
 	}
-	return m != nil && m.Offset == off && m.Timestamp == ts, nil
+	if m == nil {
+		return false, nil
+	}
+	if same, known := recordedMessage(m, off, ts); known {
+		return same, nil
+	}
+	return groupVouches, nil
 }

@@ -29,8 +29,9 @@ type State struct {
 	HasWritten  bool
 	LastWritten uint64 // last offset durably written to S3 (inclusive)
 	// LastTimestamp is the server time of message LastWritten (µs; 0 when
-	// unknown, e.g. after a gap): evidence of which incarnation of the
-	// partition the position belongs to.
+	// unknown), or after a gap marker of offsets Iggy no longer has (or
+	// never had), of the first message after it: evidence of which
+	// incarnation of the partition the position belongs to.
 	LastTimestamp uint64
 
 	Intent *Intent // unfinished object, nil when none
@@ -61,8 +62,9 @@ type State struct {
 type Done struct {
 	Messages, Bytes uint64
 	GapMessages     uint64
-	// LastTimestamp is the server time of the object's last message (0 for
-	// a gap, or when unknown); it becomes State.LastTimestamp.
+	// LastTimestamp is the server time of the object's last message, or
+	// for a gap marker of the first message after it (0 when unknown, and
+	// for a skip marker); it becomes State.LastTimestamp.
 	LastTimestamp uint64
 	// Next, when set, records the next object's intent in the same write:
 	// in steady state one conditional write per object.

@@ -165,6 +165,17 @@ func (c *committer) readMarker(ctx context.Context, gen uint32, size int64) (gen
 // generation's earlier objects (a state item leased before any run drained
 // its partition, then the partition re-created).
 func (c *committer) markerDisowns(ctx context.Context, cur uint64) (bool, error) {
+	m, found, err := c.stateMarker(ctx)
+	if err != nil || !found {
+		return false, err
+	}
+	live, err := c.isLive(ctx, m, cur)
+	return !live, err
+}
+
+// stateMarker reads the marker of the state's generation; false when S3
+// has none.
+func (c *committer) stateMarker(ctx context.Context) (generationMarker, bool, error) {
 	key := c.names.GenerationMarker()
 	var size int64
 	var found bool
@@ -173,14 +184,10 @@ func (c *committer) markerDisowns(ctx context.Context, cur uint64) (bool, error)
 		return err
 	})
 	if err != nil || !found {
-		return false, err
+		return generationMarker{}, false, err
 	}
 	m, err := c.readMarker(ctx, c.st.Generation, size)
-	if err != nil {
-		return false, err
-	}
-	live, err := c.isLive(ctx, m, cur)
-	return !live, err
+	return m, err == nil, err
 }
 
 // markerTells reports whether the marker of the state's generation ties it
@@ -188,18 +195,8 @@ func (c *committer) markerDisowns(ctx context.Context, cur uint64) (bool, error)
 // marker, or when retention took its message: creation times are no
 // evidence where a restart re-stamps them).
 func (c *committer) markerTells(ctx context.Context) (live, known bool, err error) {
-	key := c.names.GenerationMarker()
-	var size int64
-	var found bool
-	err = c.await(ctx, func(ctx context.Context) (err error) {
-		size, found, err = c.p.r.Objects.Head(ctx, key)
-		return err
-	})
+	m, found, err := c.stateMarker(ctx)
 	if err != nil || !found {
-		return false, false, err
-	}
-	m, err := c.readMarker(ctx, c.st.Generation, size)
-	if err != nil {
 		return false, false, err
 	}
 	at, err := c.messageAt(ctx, m.Offset, "its generation could be told")

@@ -97,6 +97,16 @@ type Plugin struct {
 	ParquetSchema    string
 	PinnedSchema     *parquet.PinnedSchema
 	ParquetKeepExtra bool
+
+	// Iceberg tables (table_format = "iceberg"): every Parquet object is
+	// also registered in a table of IcebergCatalog.
+	TableFormat       string // none | iceberg
+	IcebergCatalog    string // glue | s3tables | rest
+	IcebergCatalogURI string
+	IcebergWarehouse  string
+	IcebergNamespace  string
+	// IcebergTable is the table name template ({stream}, {topic}).
+	IcebergTable string
 }
 
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.

@@ -532,6 +532,9 @@ func (l *loader) finish() error {
 	if err := l.checkParquet(); err != nil {
 		return err
 	}
+	if err := l.checkIceberg(); err != nil {
+		return err
+	}
 	return l.checkNamesDistinct()
 }
 

@@ -56,6 +56,7 @@ var (
 	compressions       = []string{"none", "gzip", "zstd"}
 	invalidPayloads    = []string{"base64", "fail", "error_object"}
 	parquetCodecs      = []string{"zstd", "snappy", "gzip", "none"}
+	icebergCatalogs    = []string{"glue", "s3tables", "rest"}
 	serverSideEncrypts = []string{"AES256", "aws:kms"}
 	checksums          = []string{"crc32c", "md5"}
 	iggyProtocols      = []string{"auto", "0.8", "0.9", "0.10"}
@@ -339,6 +340,21 @@ func buildOptions() []*option {
 			}
 		}),
 		plugin("parquet_keep_extra", kBool, "false", "output_format = \"parquet\" with parquet_schema: keep the payload members the schema does not name as one JSON column, payload_extra (false drops them)", func(p *Plugin) any { return &p.ParquetKeepExtra }),
+		with(plugin("table_format", kString, "none", "none, or iceberg: register every Parquet object in an Iceberg table too, exactly once (needs output_format = \"parquet\"; see iceberg_*)", func(p *Plugin) any { return &p.TableFormat }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).TableFormat }, "none", "iceberg")
+		}),
+		with(plugin("iceberg_catalog", kString, "", "table_format = \"iceberg\": the catalog: glue, s3tables or rest", func(p *Plugin) any { return &p.IcebergCatalog }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				if c.Plugin.IcebergCatalog == "" {
+					return nil
+				}
+				return enum(func(c *Config, _ *Stream) *string { return &pl(c).IcebergCatalog }, icebergCatalogs...)(c, nil)
+			}
+		}),
+		plugin("iceberg_catalog_uri", kString, "", "table_format = \"iceberg\": the REST catalog's URL (rest; s3tables: default https://s3tables.<region>.amazonaws.com/iceberg)", func(p *Plugin) any { return &p.IcebergCatalogURI }),
+		plugin("iceberg_warehouse", kString, "", "table_format = \"iceberg\": rest: the warehouse the catalog names; s3tables: the table bucket's ARN; glue: where table metadata goes (default s3://<bucket>/<prefix>/_iceberg)", func(p *Plugin) any { return &p.IcebergWarehouse }),
+		plugin("iceberg_namespace", kString, "iggy", "table_format = \"iceberg\": the namespace (Glue database) of the tables; created when missing", func(p *Plugin) any { return &p.IcebergNamespace }),
+		plugin("iceberg_table", kString, "{stream}_{topic}", "table_format = \"iceberg\": each topic's table name; placeholders {stream} {topic}", func(p *Plugin) any { return &p.IcebergTable }),
 
 		with(iggy("address", kString, "127.0.0.1:8090", "Iggy server TCP address host:port", func(i *Iggy) any { return &i.Address }), func(o *option) {
 			o.nonEmpty = true

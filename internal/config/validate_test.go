@@ -96,6 +96,18 @@ func TestInvalidConfig(t *testing.T) {
 		{"env only secret", minimal, map[string]string{"SINK_SECRET_ACCESS_KEY": "zzz-secret"}, []string{"plugin_config.access_key_id", "both"}},
 		{"env alias twice", minimal, map[string]string{"SINK_MAX_ATTEMPTS": "1", "SINK_MAX_RETRIES": "2"}, []string{"SINK_MAX_RETRIES", "SINK_MAX_ATTEMPTS", "only one"}},
 		{"env messages mode", minimal, map[string]string{"SINK_FILE_ROTATION": "messages"}, []string{"plugin_config.max_messages_per_file", "SINK_MAX_MESSAGES_PER_FILE", "required"}},
+		{"iceberg needs parquet", "+table_format = \"iceberg\"\niceberg_catalog = \"glue\"", nil, []string{"plugin_config.table_format", "SINK_TABLE_FORMAT", `output_format = "parquet"`, `"json_lines"`}},
+		{"iceberg needs a catalog", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"", nil, []string{"plugin_config.iceberg_catalog", "SINK_ICEBERG_CATALOG", "glue, s3tables or rest"}},
+		{"iceberg unknown catalog", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"hive\"", nil, []string{"plugin_config.iceberg_catalog", `"hive"`, "glue"}},
+		{"iceberg unknown table format", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"delta\"", nil, []string{"plugin_config.table_format", `"delta"`, "iceberg"}},
+		{"rest needs a uri", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"rest\"", nil, []string{"plugin_config.iceberg_catalog_uri", "SINK_ICEBERG_CATALOG_URI", "must be set"}},
+		{"rest uri not a url", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"rest\"\niceberg_catalog_uri = \"localhost:8181\"", nil, []string{"plugin_config.iceberg_catalog_uri", `"localhost:8181"`, "http://"}},
+		{"s3tables needs an arn", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"s3tables\"\niceberg_warehouse = \"my-tables\"", nil, []string{"plugin_config.iceberg_warehouse", `"my-tables"`, "ARN"}},
+		{"glue warehouse not s3", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_warehouse = \"/tmp/w\"", nil, []string{"plugin_config.iceberg_warehouse", `"/tmp/w"`, "s3://"}},
+		{"glue takes no uri", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_catalog_uri = \"http://127.0.0.1:1\"", nil, []string{"plugin_config.iceberg_catalog_uri", "AWS_ENDPOINT_URL_GLUE"}},
+		{"namespace upper case", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_namespace = \"Iggy\"", nil, []string{"plugin_config.iceberg_namespace", `"Iggy"`, "a-z"}},
+		{"table template bad text", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_table = \"{stream}.{topic}\"", nil, []string{"plugin_config.iceberg_table", `"{stream}.{topic}"`, "{stream}, {topic}"}},
+		{"iceberg key without iceberg", "+iceberg_namespace = \"x\"", nil, []string{"plugin_config.iceberg_namespace", `table_format = "iceberg"`, `"none"`}},
 		{"env topics empty list", "[plugin_config]\nbucket = \"b\"\nregion = \"r\"\n", map[string]string{"SINK_STREAM": "s", "SINK_TOPICS": " , "}, []string{"SINK_TOPICS", "streams[0].topics", "at least one topic"}},
 	}
 	for _, tt := range tests {
@@ -133,5 +145,24 @@ func TestErrorTypes(t *testing.T) {
 	_, err = loadString(t, minimal+"path_template = \"{x}\"\n", nil)
 	if !errors.Is(err, keys.ErrInvalidTemplate) {
 		t.Errorf("error %v does not wrap keys.ErrInvalidTemplate", err)
+	}
+}
+
+// TestIcebergConfig loads a valid Iceberg setup: defaults filled, names kept.
+func TestIcebergConfig(t *testing.T) {
+	c, err := loadString(t, minimal+"output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"ICEBERG\"\niceberg_catalog = \"rest\"\niceberg_catalog_uri = \"http://127.0.0.1:8181\"\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Plugin
+	if p.TableFormat != "iceberg" || p.IcebergCatalog != "rest" || p.IcebergNamespace != "iggy" || p.IcebergTable != "{stream}_{topic}" {
+		t.Fatalf("got table_format %q catalog %q namespace %q table %q", p.TableFormat, p.IcebergCatalog, p.IcebergNamespace, p.IcebergTable)
+	}
+	c, err = loadString(t, minimal, map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_COMPRESSION": "none", "SINK_TABLE_FORMAT": "iceberg", "SINK_ICEBERG_CATALOG": "glue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Plugin.IcebergCatalog != "glue" || c.Plugin.TableFormat != "iceberg" {
+		t.Fatalf("from the environment: table_format %q catalog %q", c.Plugin.TableFormat, c.Plugin.IcebergCatalog)
 	}
 }

@@ -198,7 +198,7 @@ func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.S
 	}
 	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
 	defer cancel()
-	return r.Run(ctx)
+	return s.runAndRegister(ctx, r)
 }
 
 // plan measures every partition's lag and sizes the cohort; busy names a

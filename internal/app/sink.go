@@ -23,6 +23,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -47,6 +48,8 @@ type Options struct {
 	// KeepLimit is the largest object built in memory; larger ones are
 	// re-read from Iggy and streamed. Default: multipart_threshold.
 	KeepLimit int64
+	// Catalog replaces the Iceberg catalog the configuration names (tests).
+	Catalog icetable.Catalog
 }
 
 // ObjectStore is what the sink needs of S3.
@@ -66,8 +69,10 @@ type Sink struct {
 	// drainOpts is the configuration as every run takes it, translated once.
 	drainOpts drain.Options
 	host      string
-	runs      atomic.Uint64
-	marked    drain.MarkedGenerations
+	// tables registers archived objects in Iceberg tables (nil: table_format = "none").
+	tables *icetable.Registrar
+	runs   atomic.Uint64
+	marked drain.MarkedGenerations
 }
 
 // New builds the sink. AWS clients are made here, once; Iggy connections
@@ -90,7 +95,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	}
 	s.drainOpts = DrainOptions(cfg, s.pipe, opts.KeepLimit)
 
-	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != ""
+	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != "" || cfg.Plugin.TableFormat == "iceberg"
 	var awsCfg aws.Config
 	if needAWS {
 		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Plugin.Region), awsconfig.WithHTTPClient(awsHTTPClient(&cfg.Plugin)))
@@ -146,6 +151,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			o.APIOptions = append(o.APIOptions, callTimeout("Secrets Manager", cfg.Plugin.AWSCallTimeout))
 		})
 		if err := s.loadSecret(ctx, sm, id); err != nil {
+			return nil, err
+		}
+	}
+	if !opts.ReadOnly {
+		if err := s.openTables(ctx, awsCfg, opts.Catalog); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +242,7 @@ func (s *Sink) Runner() *drain.Runner {
 func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
 	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
 	defer cancel()
-	return s.Runner().Run(ctx)
+	return s.runAndRegister(ctx, s.Runner())
 }
 
 // dial connects and resolves the configured topics, refusing the run when

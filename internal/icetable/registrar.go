@@ -1,0 +1,408 @@
+package icetable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// locations
+	"github.com/apache/iceberg-go/table"
+)
+
+// Catalog is the part of an Iceberg catalog a Registrar uses
+// (catalog.Catalog: the REST, S3 Tables and Glue catalogs).
+type Catalog interface {
+	LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error)
+	CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error)
+	CheckNamespaceExists(ctx context.Context, ns table.Identifier) (bool, error)
+	CreateNamespace(ctx context.Context, ns table.Identifier, props iceberg.Properties) error
+}
+
+// Target is what one partition is to be registered up to.
+type Target struct {
+	// Through is the position the sink's state records as archived; the
+	// table is brought up to it.
+	Through Position
+	// Items are the objects and gap markers a run wrote, in order: when
+	// they follow the table's position up to Through, no listing is made.
+	Items []Item
+}
+
+// Backlog lists a partition's archive: every item in offset order,
+// generation by generation, up to through (what the state records as
+// archived; items past it are unfinished and not registered).
+type Backlog func(ctx context.Context, p PartitionID, through Position) ([]Item, error)
+
+// Registrar registers archived objects in Iceberg tables.
+type Registrar struct {
+	Catalog   Catalog
+	Namespace string
+	// Table names a topic's table (in Namespace).
+	Table func(stream, topic string) string
+	// Location is a new table's location; "" lets the catalog choose.
+	Location func(table string) string
+	// Path is a data object's location as the table records it
+	// (s3://bucket/key).
+	Path func(key string) string
+	// FileProps are the s3.* properties to read data files' footers with
+	// (endpoint, region, path style, keys).
+	FileProps iceberg.Properties
+	Backlog   Backlog
+	// Attempts bounds the commits tried per table when others commit
+	// first (conflicts); each attempt reloads the table and plans again.
+	Attempts int
+	// CallTimeout bounds each catalog call and each footer read.
+	CallTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// Result is what Register did.
+type Result struct {
+	Tables    int           `json:"tables"`
+	Commits   int           `json:"commits"`
+	Conflicts int           `json:"conflicts"`
+	Files     int           `json:"files"`
+	Listings  int           `json:"listings"`
+	Latency   time.Duration `json:"-"` // time spent in commits
+}
+
+// ErrNotChained reports an archive that does not carry on from the
+// table's position: the table holds offsets the archive does not, or the
+// archive has a gap it does not report. Nothing is registered for that
+// table until it is resolved.
+var ErrNotChained = errors.New("icetable: the archive does not carry on from the table's position")
+
+// Register brings every target's table up to its Through position, one
+// commit per table (more only on conflicts). Tables are done one after the
+// other; the first error stops it.
+func (r *Registrar) Register(ctx context.Context, targets map[PartitionID]Target) (Result, error) {
+	var res Result
+	byTable := map[string][]PartitionID{}
+	for id := range targets {
+		name := r.Table(id.Stream, id.Topic)
+		byTable[name] = append(byTable[name], id)
+	}
+	names := make([]string, 0, len(byTable))
+	for n := range byTable {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) > 0 {
+		if err := r.ensureNamespace(ctx); err != nil {
+			return res, err
+		}
+	}
+	for _, name := range names {
+		ids := byTable[name]
+		slices.SortFunc(ids, func(a, b PartitionID) int { return cmpID(a, b) })
+		if err := r.registerTable(ctx, name, ids, targets, &res); err != nil {
+			return res, err
+		}
+		res.Tables++
+	}
+	return res, nil
+}
+
+func cmpID(a, b PartitionID) int {
+	switch {
+	case a.Stream != b.Stream:
+		return cmpStr(a.Stream, b.Stream)
+	case a.Topic != b.Topic:
+		return cmpStr(a.Topic, b.Topic)
+	case a.Partition < b.Partition:
+		return -1
+	case a.Partition > b.Partition:
+		return 1
+	}
+	return 0
+}
+
+func cmpStr(a, b string) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+func (r *Registrar) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.CallTimeout)
+}
+
+func (r *Registrar) ensureNamespace(ctx context.Context) error {
+	ns := table.Identifier{r.Namespace}
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	ok, err := r.Catalog.CheckNamespaceExists(cctx, ns)
+	if err != nil {
+		return fmt.Errorf("icetable: check namespace %q: %w", r.Namespace, err)
+	}
+	if ok {
+		return nil
+	}
+	err = r.Catalog.CreateNamespace(cctx, ns, nil)
+	if err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("icetable: create namespace %q: %w", r.Namespace, err)
+	}
+	return nil
+}
+
+// plan is one attempt's work for a table.
+type plan struct {
+	files  []Item
+	ranges Ranges // the table's ranges with this attempt's positions
+	moved  bool   // some position moved
+}
+
+func (r *Registrar) registerTable(ctx context.Context, name string, ids []PartitionID, targets map[PartitionID]Target, res *Result) error {
+	ident := table.Identifier{r.Namespace, name}
+	backlogs := map[PartitionID][]Item{} // listed once per Register, kept across attempts
+	attempts := max(r.Attempts, 1)
+	for attempt := 1; ; attempt++ {
+		tbl, err := r.load(ctx, ident)
+		if err != nil {
+			return err
+		}
+		current, err := tableRanges(tbl)
+		if err != nil {
+			return fmt.Errorf("icetable: table %s: %w", name, err)
+		}
+		p, err := r.plan(ctx, current, ids, targets, backlogs, res)
+		if err != nil {
+			return fmt.Errorf("icetable: table %s: %w", name, err)
+		}
+		if !p.moved {
+			return nil
+		}
+		start := time.Now()
+		err = r.commit(ctx, ident, tbl, p)
+		res.Latency += time.Since(start)
+		if err == nil {
+			res.Commits++
+			res.Files += len(p.files)
+			r.Log.Info("iceberg commit", "table", name, "files", len(p.files), "attempt", attempt, "duration", time.Since(start))
+			return nil
+		}
+		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, catalog.ErrTableAlreadyExists) {
+			res.Conflicts++
+			r.Log.Info("iceberg commit conflict, planning again", "table", name, "attempt", attempt, "error", err.Error())
+			if attempt < attempts {
+				continue
+			}
+			return fmt.Errorf("icetable: table %s: %d commits lost to other writers: %w", name, attempt, err)
+		}
+		// The reply may be lost after the catalog took the commit: the
+		// table tells. Its positions already covering ours means it did.
+		if again, lerr := r.load(ctx, ident); lerr == nil {
+			if cur, rerr := tableRanges(again); rerr == nil && again != nil && cur.Covers(p.ranges) {
+				res.Commits++
+				res.Files += len(p.files)
+				r.Log.Warn("iceberg commit reply failed, but the table holds it", "table", name, "error", err.Error())
+				return nil
+			}
+		}
+		return fmt.Errorf("icetable: table %s: commit: %w", name, err)
+	}
+}
+
+// load returns the table, or nil when it does not exist yet.
+func (r *Registrar) load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	tbl, err := r.Catalog.LoadTable(cctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("icetable: load table %s: %w", ident[len(ident)-1], err)
+	}
+	return tbl, nil
+}
+
+// tableRanges reads the positions a table holds (none for a missing table).
+func tableRanges(tbl *table.Table) (Ranges, error) {
+	if tbl == nil {
+		return Ranges{}, nil
+	}
+	return ParseRanges(tbl.Properties().Get(RangesProperty, ""))
+}
+
+func (r *Registrar) plan(ctx context.Context, current Ranges, ids []PartitionID, targets map[PartitionID]Target, backlogs map[PartitionID][]Item, res *Result) (plan, error) {
+	p := plan{ranges: Ranges{}}
+	for id, pos := range current {
+		p.ranges[id] = pos
+	}
+	for _, id := range ids {
+		t := targets[id]
+		pos, has := current[id]
+		if has && !pos.Before(t.Through) {
+			continue
+		}
+		add, next, ok, err := extend(pos, has, t.Items, false)
+		if err != nil {
+			return plan{}, fmt.Errorf("partition %s: %w", id, err)
+		}
+		if !ok || next.Before(t.Through) {
+			items, listed := backlogs[id]
+			if !listed {
+				if items, err = r.Backlog(ctx, id, t.Through); err != nil {
+					return plan{}, fmt.Errorf("partition %s: list the archive: %w", id, err)
+				}
+				backlogs[id] = items
+				res.Listings++
+			}
+			add, next, ok, err = extend(pos, has, items, true)
+			if err != nil {
+				return plan{}, fmt.Errorf("partition %s: %w", id, err)
+			}
+			if !ok {
+				if !has {
+					continue // nothing archived yet
+				}
+				return plan{}, fmt.Errorf("partition %s at generation %d offset %d: %w", id, pos.Generation, pos.Last, ErrNotChained)
+			}
+		}
+		if has && !pos.Before(next) {
+			continue
+		}
+		p.files = append(p.files, add...)
+		p.ranges[id] = next
+		p.moved = true
+	}
+	return p, nil
+}
+
+// commit makes one commit of p: the table created when missing, its
+// schema widened to every file's columns, the files added and the ranges
+// set, conditional on the parent the table was loaded at.
+func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *table.Table, p plan) error {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	paths := make([]string, len(p.files))
+	for i, f := range p.files {
+		paths[i] = r.Path(f.Key)
+	}
+	var schemas []*iceberg.Schema
+	if len(paths) > 0 {
+		var err error
+		if schemas, err = r.fileSchemas(cctx, paths); err != nil {
+			return err
+		}
+	}
+	if tbl == nil {
+		first := iceberg.NewSchema(0)
+		if len(schemas) > 0 {
+			first = schemas[0]
+		}
+		var opts []catalog.CreateTableOpt
+		opts = append(opts, catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+		if r.Location != nil {
+			if loc := r.Location(ident[len(ident)-1]); loc != "" {
+				opts = append(opts, catalog.WithLocation(loc))
+			}
+		}
+		created, err := r.Catalog.CreateTable(cctx, ident, first, opts...)
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		if len(paths) > 0 && schemas == nil {
+			return errors.New("no file schema")
+		}
+		tbl = created
+		// The new table has no ranges: what this plan holds stands.
+	}
+	tx := tbl.NewTransaction()
+	changed := false
+	for _, s := range schemas {
+		us := tx.UpdateSchema(true, false).UnionByNameWith(s)
+		updates, _, err := us.BuildUpdates()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSchema, err)
+		}
+		if len(updates) == 0 {
+			continue
+		}
+		if err := us.Commit(); err != nil {
+			return fmt.Errorf("%w: %w", ErrSchema, err)
+		}
+		changed = true
+	}
+	if changed || tbl.Properties().Get(table.DefaultNameMappingKey, "") == "" {
+		// Files carry no field ids: readers find columns by this mapping,
+		// which must name every column, the new ones too.
+		sc, err := tx.UpdateSchema(true, false).Apply()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSchema, err)
+		}
+		m, err := json.Marshal(sc.NameMapping())
+		if err != nil {
+			return err
+		}
+		if err := tx.SetProperties(iceberg.Properties{table.DefaultNameMappingKey: string(m)}); err != nil {
+			return err
+		}
+	}
+	rs := p.ranges.String()
+	if err := tx.SetProperties(iceberg.Properties{RangesProperty: rs}); err != nil {
+		return err
+	}
+	if len(paths) > 0 {
+		if err := tx.AddFiles(cctx, paths, iceberg.Properties{RangesProperty: rs}, true); err != nil {
+			if errors.Is(err, table.ErrCommitFailed) {
+				return err
+			}
+			return fmt.Errorf("add files: %w", err)
+		}
+	}
+	_, err := tx.Commit(cctx)
+	return err
+}
+
+// ErrSchema reports files whose columns the table cannot take (a type
+// change Iceberg forbids).
+var ErrSchema = errors.New("icetable: the files' columns do not fit the table's schema")
+
+// fileSchemas reads each file's footer for its columns, as Iceberg
+// schemas without field ids (one per distinct file schema).
+func (r *Registrar) fileSchemas(ctx context.Context, paths []string) ([]*iceberg.Schema, error) {
+	fs, err := iceio.LoadFS(ctx, r.FileProps, paths[0])
+	if err != nil {
+		return nil, fmt.Errorf("open the files' store: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []*iceberg.Schema
+	for _, path := range paths {
+		f, err := fs.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		rdr, err := file.NewParquetReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read %s's footer: %w", path, err)
+		}
+		as, err := pqarrow.FromParquet(rdr.MetaData().Schema, &pqarrow.ArrowReadProperties{}, rdr.MetaData().KeyValueMetadata())
+		rdr.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s's schema: %w", path, err)
+		}
+		if seen[as.String()] {
+			continue
+		}
+		seen[as.String()] = true
+		s, err := table.ArrowSchemaToIcebergWithFreshIDs(as, false)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, path, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -320,22 +320,14 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		// The new table has no ranges: what this plan holds stands.
 	}
 	tx := tbl.NewTransaction()
-	changed := false
 	for _, s := range schemas {
-		us := tx.UpdateSchema(true, false).UnionByNameWith(s)
-		updates, _, err := us.BuildUpdates()
-		if err != nil {
+		// One UpdateSchema per file schema: a union sees only the schema
+		// before it, not columns another union of the same update adds.
+		if err := tx.UpdateSchema(true, false).UnionByNameWith(s).Commit(); err != nil {
 			return fmt.Errorf("%w: %w", ErrSchema, err)
 		}
-		if len(updates) == 0 {
-			continue
-		}
-		if err := us.Commit(); err != nil {
-			return fmt.Errorf("%w: %w", ErrSchema, err)
-		}
-		changed = true
 	}
-	if changed || tbl.Properties().Get(table.DefaultNameMappingKey, "") == "" {
+	if len(schemas) > 0 {
 		// Files carry no field ids: readers find columns by this mapping,
 		// which must name every column, the new ones too.
 		sc, err := tx.UpdateSchema(true, false).Apply()
@@ -346,8 +338,10 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		if err != nil {
 			return err
 		}
-		if err := tx.SetProperties(iceberg.Properties{table.DefaultNameMappingKey: string(m)}); err != nil {
-			return err
+		if tbl.Properties().Get(table.DefaultNameMappingKey, "") != string(m) {
+			if err := tx.SetProperties(iceberg.Properties{table.DefaultNameMappingKey: string(m)}); err != nil {
+				return err
+			}
 		}
 	}
 	rs := p.ranges.String()

@@ -353,4 +353,3 @@ func TestLostCommitReply(t *testing.T) {
 		})
 	}
 }
-

@@ -24,7 +24,7 @@ SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
 LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
 
-.PHONY: all help demo local check test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
+.PHONY: all help demo local check test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers iceberg-tools bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -51,7 +51,7 @@ check: fmt-check vet
 ## Iggy 0.9 protocol; a line on skipped tests ends each step), then the drain against versitygw, MinIO and moto_server
 ## with its 300-seed model test, then its crash matrix and 100 model seeds on Iggy 0.8 and 0.10, then the `sam local`
 ## workflow (sam-local)
-test: tools py-tools py-iggy sam-cli parquet-readers fmt-check vet
+test: tools py-tools py-iggy sam-cli parquet-readers iceberg-tools fmt-check vet
 	set -o pipefail; MODEL_SEEDS=40 DRAIN_BACKENDS=inproc $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
 	@echo "the drain against versitygw, MinIO and moto_server, and its model test with 300 seeds (without -race: the in-process runs above had it)"
 	set -o pipefail; DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
@@ -114,6 +114,11 @@ sam-cli:
 ## readers internal/parquet's tests read every written file back with (required in CI)
 parquet-readers:
 	bash scripts/parquet-readers.sh
+
+## iceberg-tools: Apache Iceberg's REST catalog fixture (from Maven; needs java and mvn) and pyiceberg in .bin/,
+## the catalog and the independent reader of the Iceberg tests (required in CI)
+iceberg-tools:
+	bash scripts/iceberg-tools.sh
 
 ## bench-parquet: internal/parquet against pyarrow on the same JSON Lines file (MB/s, sizes)
 bench-parquet: parquet-readers

@@ -131,12 +131,24 @@ func (h *handler) audit(ctx context.Context) (any, error) {
 		h.log.Error("audit failed", "error", err.Error())
 		return nil, err
 	}
+	tables, err := s.AuditTables(ctx, reports)
+	if err != nil {
+		err = fmt.Errorf("audit: %w", err)
+		h.log.Error("audit failed", "error", err.Error())
+		return nil, err
+	}
 	v := audit.Summarize(reports)
+	v.Tables = tables
 	emf := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 	emf.WriteAudit(metrics.Audit{Partitions: v.Partitions, Objects: v.Objects, GapMarkers: v.GapMarkers, Gaps: v.Gaps, Overlaps: v.Overlaps})
 	res := &auditResult{Mode: "audit", Verdict: v}
 	if verr := app.AuditVerdict(reports); verr != nil {
 		h.log.Error("audit found violations", "overlaps", v.Overlaps, "unreported_gaps", v.Gaps, "reports", reports)
+		return res, verr
+	}
+	if verr := app.TablesVerdict(tables); verr != nil {
+		v.OK, res.Verdict.OK = false, false
+		h.log.Error("audit found table violations", "tables", tables)
 		return res, verr
 	}
 	h.log.Info("audit passed", "partitions", v.Partitions, "objects", v.Objects, "gap_markers", v.GapMarkers)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
@@ -103,15 +104,51 @@ func (s *Sink) WriteAuditWith(ctx context.Context, w io.Writer, o AuditOptions) 
 	if err != nil {
 		return err
 	}
+	tables, err := s.AuditTables(ctx, reports)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
-		err = audit.WriteJSON(w, reports)
-	} else {
-		err = audit.Write(w, reports)
+		err = audit.WriteJSONWith(w, reports, tables)
+	} else if err = audit.Write(w, reports); err == nil {
+		err = audit.WriteTables(w, tables)
 	}
 	if err != nil {
 		return err
 	}
-	return AuditVerdict(reports)
+	if err := AuditVerdict(reports); err != nil {
+		return err
+	}
+	return TablesVerdict(tables)
+}
+
+// AuditTables checks the Iceberg tables of the audited partitions
+// (table_format = "iceberg"; none otherwise): see icetable.Registrar.Check.
+func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error) {
+	if s.tables == nil {
+		return nil, nil
+	}
+	var ids []icetable.PartitionID
+	seen := map[icetable.PartitionID]bool{}
+	for _, r := range reports {
+		id := icetable.PartitionID{Stream: r.Stream, Topic: r.Topic, Partition: r.Partition}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return s.tables.Check(ctx, ids)
+}
+
+// TablesVerdict is nil when every table holds the guarantee.
+func TablesVerdict(tables []audit.TableReport) error {
+	for _, t := range tables {
+		if !t.OK() {
+			return fmt.Errorf("%w: table %s: %d archived objects missing, %d registered twice, %d outside the archive",
+				ErrAuditFailed, t.Table, len(t.Missing), len(t.Twice), len(t.Outside))
+		}
+	}
+	return nil
 }
 
 // AuditVerdict is nil when every report holds the guarantee, and otherwise

@@ -154,10 +154,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			return nil, err
 		}
 	}
-	if !opts.ReadOnly {
-		if err := s.openTables(ctx, awsCfg, opts.Catalog); err != nil {
-			return nil, err
-		}
+	// Read-only commands open the catalog too: the audit reads the tables.
+	if err := s.openTables(ctx, awsCfg, opts.Catalog); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -514,6 +514,8 @@ type Verdict struct {
 	Overlaps   int      `json:"overlaps"`
 	Gaps       int      `json:"unreported_gaps"`
 	Reports    []Report `json:"reports"`
+	// Tables are the Iceberg tables' verdicts (table_format = "iceberg").
+	Tables []TableReport `json:"tables,omitempty"`
 }
 
 // Summarize totals the reports.
@@ -546,4 +548,66 @@ func WriteJSON(w io.Writer, reports []Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(Summarize(reports))
+}
+
+// TableReport is the verdict for one Iceberg table (table_format =
+// "iceberg"): every archived data object within the table's registered
+// ranges is in it once, and it holds no other data file.
+type TableReport struct {
+	Table string `json:"table"`
+	// Files counts the table's data files; Partitions the partitions it
+	// records a registered range for.
+	Files      int `json:"files"`
+	Partitions int `json:"partitions"`
+	// Missing are archived objects within a registered range the table
+	// lacks; Twice are data files the table holds more than once; Outside
+	// are data files that are no archived object within a range.
+	Missing []string `json:"missing,omitempty"`
+	Twice   []string `json:"twice,omitempty"`
+	Outside []string `json:"outside,omitempty"`
+	// Notes are findings that are not violations (a table behind the
+	// archive: the next run registers the rest).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OK reports whether the table holds the guarantee.
+func (t *TableReport) OK() bool { return len(t.Missing)+len(t.Twice)+len(t.Outside) == 0 }
+
+// WriteTables prints one line per table, then its findings.
+func WriteTables(w io.Writer, tables []TableReport) error {
+	for _, t := range tables {
+		verdict := "ok"
+		if !t.OK() {
+			verdict = "FAIL"
+		}
+		if _, err := fmt.Fprintf(w, "%-4s table %s: %d data files, %d partitions registered\n", verdict, t.Table, t.Files, t.Partitions); err != nil {
+			return err
+		}
+		for _, s := range t.Missing {
+			fmt.Fprintf(w, "     missing from the table: %s\n", s)
+		}
+		for _, s := range t.Twice {
+			fmt.Fprintf(w, "     registered twice: %s\n", s)
+		}
+		for _, s := range t.Outside {
+			fmt.Fprintf(w, "     not an archived object in a registered range: %s\n", s)
+		}
+		for _, s := range t.Notes {
+			fmt.Fprintf(w, "     note: %s\n", s)
+		}
+	}
+	return nil
+}
+
+// WriteJSONWith is WriteJSON with the tables' verdicts in Verdict.Tables
+// (and in OK).
+func WriteJSONWith(w io.Writer, reports []Report, tables []TableReport) error {
+	v := Summarize(reports)
+	v.Tables = tables
+	for _, t := range tables {
+		v.OK = v.OK && t.OK()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,0 +1,108 @@
+package icetable
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+)
+
+// Check holds each table of the partitions to the archive: every data
+// object within a registered range is in the table once, and the table
+// holds no other data file. It reads the catalog and lists the archive
+// (Backlog); it writes nothing.
+func (r *Registrar) Check(ctx context.Context, ids []PartitionID) ([]audit.TableReport, error) {
+	byTable := map[string][]PartitionID{}
+	for _, id := range ids {
+		name := r.Table(id.Stream, id.Topic)
+		byTable[name] = append(byTable[name], id)
+	}
+	names := make([]string, 0, len(byTable))
+	for n := range byTable {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []audit.TableReport
+	for _, name := range names {
+		rep, err := r.checkTable(ctx, name, byTable[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+func (r *Registrar) checkTable(ctx context.Context, name string, ids []PartitionID) (audit.TableReport, error) {
+	rep := audit.TableReport{Table: r.Namespace + "." + name}
+	tbl, err := r.load(ctx, table.Identifier{r.Namespace, name})
+	if err != nil {
+		return rep, err
+	}
+	if tbl == nil {
+		rep.Notes = append(rep.Notes, "the table does not exist yet (the first run that archives a Parquet object creates it)")
+		return rep, nil
+	}
+	ranges, err := tableRanges(tbl)
+	if err != nil {
+		return rep, fmt.Errorf("icetable: table %s: %w", name, err)
+	}
+	count := map[string]int{}
+	var files []string
+	if tbl.CurrentSnapshot() != nil {
+		cctx, cancel := r.call(ctx)
+		tasks, err := tbl.Scan().PlanFiles(cctx)
+		cancel()
+		if err != nil {
+			return rep, fmt.Errorf("icetable: table %s: read its data files: %w", name, err)
+		}
+		for _, task := range tasks {
+			p := task.File.FilePath()
+			if count[p] == 0 {
+				files = append(files, p)
+			}
+			count[p]++
+		}
+	}
+	rep.Files, rep.Partitions = len(files), len(ranges)
+	expected := map[string]bool{}
+	rangeIDs := make([]PartitionID, 0, len(ranges))
+	for id := range ranges {
+		rangeIDs = append(rangeIDs, id)
+	}
+	slices.SortFunc(rangeIDs, cmpID)
+	for _, id := range rangeIDs {
+		pos := ranges[id]
+		items, err := r.Backlog(ctx, id, pos)
+		if err != nil {
+			return rep, fmt.Errorf("icetable: partition %s: list the archive: %w", id, err)
+		}
+		for _, it := range items {
+			if !it.Data {
+				continue
+			}
+			p := r.Path(it.Key)
+			expected[p] = true
+			if count[p] == 0 {
+				rep.Missing = append(rep.Missing, fmt.Sprintf("%s (partition %s, offsets %d..%d)", p, id, it.First, it.Last))
+			}
+		}
+	}
+	for _, p := range files {
+		if count[p] > 1 {
+			rep.Twice = append(rep.Twice, fmt.Sprintf("%s (%d times)", p, count[p]))
+		}
+		if !expected[p] {
+			rep.Outside = append(rep.Outside, p)
+		}
+	}
+	for _, id := range ids {
+		if _, ok := ranges[id]; !ok {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("partition %s has no registered range yet", id))
+		}
+	}
+	return rep, nil
+}

@@ -184,7 +184,8 @@ func testIcebergKillNine(t *testing.T, catalog string) {
 	t.Logf("%s: %d rows, %d data files, %d snapshots", catalog, len(tbl.Rows), len(tbl.DataFiles), len(tbl.Snapshots))
 	audit := exec.Command(bin, "audit")
 	audit.Env = append(os.Environ(), env...)
-	if out, err := audit.CombinedOutput(); err != nil {
+	out, err := audit.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok   table iggy.app_"+topic+": 60 data files, 4 partitions registered") {
 		t.Fatalf("audit: %v\n%s", err, out)
 	}
 }

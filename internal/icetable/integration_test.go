@@ -353,3 +353,52 @@ func TestLostCommitReply(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckFindsDuplicatesAndStrays: the table check passes a table the
+// registrar made, and fails one where another writer added an archived
+// object a second time, or a file that is no archived object.
+func TestCheckFindsDuplicatesAndStrays(t *testing.T) {
+	l := newLake(t)
+	ctx := context.Background()
+	cat := l.catalog(t, nil)
+	reg := l.registrar(cat)
+	id := icetable.PartitionID{Stream: "app", Topic: "logs", Partition: 0}
+	a, b := l.archive(t, 0, 0, 9, false), l.archive(t, 0, 10, 19, false)
+	if _, err := reg.Register(ctx, map[icetable.PartitionID]icetable.Target{id: {Through: icetable.Position{Last: 19}, Items: []icetable.Item{a, b}}}); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := reg.Check(ctx, []icetable.PartitionID{id})
+	if err != nil || len(reps) != 1 || !reps[0].OK() || reps[0].Files != 2 || reps[0].Partitions != 1 {
+		t.Fatalf("check of a clean table: %+v, %v", reps, err)
+	}
+	// Another writer adds b again, and a stray copy of a elsewhere.
+	stray := "copies/" + a.Key
+	body, err := l.s3.Client(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(a.Key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(body.Body)
+	body.Body.Close()
+	if _, err := l.s3.Client(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(stray), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"iggy", "app_logs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(ctx, []string{"s3://" + bucket + "/" + b.Key, "s3://" + bucket + "/" + stray}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reps, err = reg.Check(ctx, []icetable.PartitionID{id})
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("check: %+v, %v", reps, err)
+	}
+	r := reps[0]
+	if r.OK() || len(r.Twice) != 1 || !strings.Contains(r.Twice[0], b.Key) || len(r.Outside) != 1 || !strings.Contains(r.Outside[0], stray) || len(r.Missing) != 0 {
+		t.Fatalf("check of a spoiled table: %+v", r)
+	}
+}

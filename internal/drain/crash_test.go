@@ -39,6 +39,8 @@ func TestCrashAtEveryStep(t *testing.T) {
 					set["SINK_MAX_MESSAGES_PER_FILE"] = "25"
 					set["SINK_BATCH_LENGTH"] = "40"
 					set["SINK_OUTPUT_FORMAT"] = format
+					// Parquet on a real S3 also goes into an Iceberg table.
+					iceberg := format == "parquet" && w.withIceberg(set)
 					cfg := w.config(set)
 
 					var hits atomic.Int64
@@ -69,6 +71,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 					w.drainUntilQuiet(healthy, topic, 20)
 					if format == "parquet" {
 						w.checkParquet(healthy, parquetCheck{topic: topic, prefix: "archive/", types: producedTypes})
+						if iceberg {
+							w.checkIceberg(healthy, topic)
+						}
 					} else {
 						w.checkExactlyOnce(healthy, topic, format)
 					}

@@ -79,6 +79,8 @@ type world struct {
 	// created holds the buckets ("bucket/<name>") and streams ("stream/<name>")
 	// made so far, shared by a world's subtests.
 	created map[string]bool
+	// ice is the world's Iceberg catalog, started when a test asks.
+	ice *icebergWorld
 }
 
 type sent struct {
@@ -157,6 +159,7 @@ func newWorld(t *testing.T, brokerOpts ...iggytest.Option) *world {
 		w.iggy, w.broker = b, b
 	}
 	w.logs, w.produced, w.created, w.mu = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}, &sync.Mutex{}
+	w.ice = &icebergWorld{t: t}
 	t.Cleanup(func() { w.assertNoSecrets() })
 	return w
 }
@@ -541,6 +544,7 @@ func (w *world) auditClean(s *app.Sink) []audit.Report {
 			w.t.Fatalf("audit:\n%s", buf.String())
 		}
 	}
+	w.tablesClean(s, reports)
 	return reports
 }
 

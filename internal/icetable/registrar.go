@@ -349,7 +349,26 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		return err
 	}
 	if len(paths) > 0 {
-		if err := tx.AddFiles(cctx, paths, iceberg.Properties{RangesProperty: rs}, true); err != nil {
+		// The data files are read with an IO of their own: the table's is
+		// bound to the bucket of its location, and the sink's objects may
+		// lie in another.
+		sc, err := tx.UpdateSchema(true, false).Apply()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSchema, err)
+		}
+		fs, err := iceio.LoadFS(cctx, r.FileProps, paths[0])
+		if err != nil {
+			return fmt.Errorf("open the files' store: %w", err)
+		}
+		dfs := make([]iceberg.DataFile, len(paths))
+		for i, path := range paths {
+			if dfs[i], err = table.FileToDataFile(cctx, fs, path, sc, tbl.Spec(), 0, tbl.Properties()); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrSchema, path, err)
+			}
+		}
+		// The ranges say which files the table has; a scan of every
+		// manifest for duplicates would grow with the table.
+		if err := tx.AddDataFiles(cctx, dfs, iceberg.Properties{RangesProperty: rs}, table.WithoutDuplicateCheck()); err != nil {
 			if errors.Is(err, table.ErrCommitFailed) {
 				return err
 			}

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -84,4 +85,25 @@ func missing(t testing.TB, what string) {
 		t.Fatalf("testenv: %s is missing (CI=true: tools must be installed)", what)
 	}
 	t.Skipf("testenv: %s is missing", what)
+}
+
+// IcebergAvailable reports whether the REST catalog fixture, java and
+// pyiceberg are installed, for tests that add Iceberg to a wider check
+// rather than skip. In CI (CI=true) a missing one fails the test.
+func IcebergAvailable(t testing.TB) bool {
+	t.Helper()
+	if CheckOnly() {
+		return false
+	}
+	root := filepath.Join(RepoRoot(t), ".bin")
+	_, err1 := os.Stat(filepath.Join(root, "iceberg-rest", "classes", "org/apache/iceberg/rest/LoopbackRESTCatalogServer.class"))
+	_, err2 := os.Stat(filepath.Join(root, "pyiceberg", "bin", "python"))
+	_, err3 := exec.LookPath("java")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		if InCI() {
+			t.Fatalf("testenv: the Iceberg tools are missing (CI=true: make iceberg-tools installs them): %v", err)
+		}
+		return false
+	}
+	return true
 }

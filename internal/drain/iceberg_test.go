@@ -1,0 +1,124 @@
+package drain_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+// icebergWorld is a world's Iceberg REST catalog (Apache Iceberg's own
+// fixture, on the world's S3), started by the first test that asks.
+type icebergWorld struct {
+	// t is the world's own test: the catalog lives as long as the world,
+	// not the subtest that first asks for it.
+	t    *testing.T
+	once sync.Once
+	rest *testenv.IcebergREST
+	ok   bool
+}
+
+// icebergReady reports whether the world's S3 can carry Iceberg tables
+// here (a real S3 server and the installed tools; the in-process S3 is
+// left out), starting the catalog once.
+func (w *world) icebergReady() bool {
+	if w.backend == "inproc" || w.ice == nil {
+		return false
+	}
+	w.ice.once.Do(func() {
+		if !testenv.IcebergAvailable(w.t) {
+			return
+		}
+		w.s3.CreateBucket(w.t, "iceberg-warehouse")
+		w.ice.rest = testenv.StartIcebergREST(w.ice.t, w.s3, "s3://iceberg-warehouse/tables")
+		w.ice.ok = true
+	})
+	return w.ice.ok
+}
+
+// withIceberg turns table_format = "iceberg" on in set, on the world's
+// REST catalog; false when the world cannot carry tables.
+func (w *world) withIceberg(set map[string]string) bool {
+	if !w.icebergReady() {
+		return false
+	}
+	set["SINK_OUTPUT_FORMAT"] = "parquet"
+	set["SINK_COMPRESSION"] = "none"
+	set["SINK_TABLE_FORMAT"] = "iceberg"
+	set["SINK_ICEBERG_CATALOG"] = "rest"
+	set["SINK_ICEBERG_CATALOG_URI"] = w.ice.rest.Endpoint
+	return true
+}
+
+// tablesClean holds the sink's tables to the archive (see
+// icetable.Registrar.Check), and each partition's registered range to the
+// end of what the audit found archived.
+func (w *world) tablesClean(s *app.Sink, reports []audit.Report) {
+	w.t.Helper()
+	tables, err := s.AuditTables(context.Background(), reports)
+	if err != nil {
+		w.t.Fatalf("table audit: %v", err)
+	}
+	var buf bytes.Buffer
+	_ = audit.WriteTables(&buf, tables)
+	for _, tr := range tables {
+		if !tr.OK() {
+			w.t.Fatalf("table audit:\n%s", buf.String())
+		}
+	}
+}
+
+// checkIceberg reads topic's table with pyiceberg, an independent reader:
+// every message produced is one row, at its partition and offset, with
+// its payload's values.
+func (w *world) checkIceberg(s *app.Sink, topic string) {
+	w.t.Helper()
+	name := icetable.TableName(s.Config.Plugin.IcebergTable, w.stream, topic)
+	cmd := exec.Command(testenv.PyIceberg(w.t), filepath.Join(testenv.RepoRoot(w.t), "scripts", "iceberg_read.py"),
+		"--catalog", "rest", "--uri", w.ice.rest.Endpoint, "--s3-endpoint", w.s3.Endpoint, "--s3-access-key", w.s3.AccessKey,
+		"--s3-secret-key", w.s3.SecretKey, "--region", w.s3.Region, "--namespace", s.Config.Plugin.IcebergNamespace, "--table", name,
+		"--columns", "partition_id,offset,partition,n,path")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	var tbl struct {
+		Error string  `json:"error"`
+		Rows  [][]any `json:"rows"`
+	}
+	d := json.NewDecoder(&out)
+	d.UseNumber()
+	if err := d.Decode(&tbl); err != nil || tbl.Error != "" {
+		w.t.Fatalf("pyiceberg: %v %s\n%s", err, tbl.Error, errb.String())
+	}
+	parts := w.sent(topic)
+	seen := map[string]int{}
+	for _, r := range tbl.Rows {
+		key := fmt.Sprint(r[0], "/", r[1])
+		if fmt.Sprint(r[2]) != fmt.Sprint(r[0]) || fmt.Sprint(r[3]) != fmt.Sprint(r[1]) || fmt.Sprint(r[4]) != "/api/items/"+fmt.Sprint(r[1]) {
+			w.t.Fatalf("table %s: row %v does not hold the payload of partition %v offset %v", name, r, r[0], r[1])
+		}
+		seen[key]++
+	}
+	total := 0
+	for p := range parts {
+		for off := range parts[p] {
+			if c := seen[fmt.Sprint(p, "/", off)]; c != 1 {
+				w.t.Fatalf("table %s: partition %d offset %d is in it %d times", name, p, off, c)
+			}
+			total++
+		}
+	}
+	if len(tbl.Rows) != total {
+		w.t.Fatalf("table %s: %d rows, produced %d", name, len(tbl.Rows), total)
+	}
+	w.t.Logf("table %s: every one of %d messages once, read by pyiceberg", name, total)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,7 +72,12 @@ func (w *world) tablesClean(s *app.Sink, reports []audit.Report) {
 	var buf bytes.Buffer
 	_ = audit.WriteTables(&buf, tables)
 	for _, tr := range tables {
-		if !tr.OK() {
+		behind := false
+		for _, n := range tr.Notes {
+			behind = behind || strings.HasPrefix(n, "behind:")
+		}
+		// The tests audit after the last run registered everything.
+		if !tr.OK() || behind {
 			w.t.Fatalf("table audit:\n%s", buf.String())
 		}
 	}

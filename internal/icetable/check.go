@@ -14,7 +14,11 @@ import (
 // object within a registered range is in the table once, and the table
 // holds no other data file. It reads the catalog and lists the archive
 // (Backlog); it writes nothing.
-func (r *Registrar) Check(ctx context.Context, ids []PartitionID) ([]audit.TableReport, error) {
+//
+// through, when it has a partition, is how far the sink's state records it
+// archived: a table behind it is noted ("behind"), not a violation, since
+// the next run registers the rest.
+func (r *Registrar) Check(ctx context.Context, ids []PartitionID, through map[PartitionID]Position) ([]audit.TableReport, error) {
 	byTable := map[string][]PartitionID{}
 	for _, id := range ids {
 		name := r.Table(id.Stream, id.Topic)
@@ -27,7 +31,7 @@ func (r *Registrar) Check(ctx context.Context, ids []PartitionID) ([]audit.Table
 	slices.Sort(names)
 	var out []audit.TableReport
 	for _, name := range names {
-		rep, err := r.checkTable(ctx, name, byTable[name])
+		rep, err := r.checkTable(ctx, name, byTable[name], through)
 		if err != nil {
 			return nil, err
 		}
@@ -36,14 +40,22 @@ func (r *Registrar) Check(ctx context.Context, ids []PartitionID) ([]audit.Table
 	return out, nil
 }
 
-func (r *Registrar) checkTable(ctx context.Context, name string, ids []PartitionID) (audit.TableReport, error) {
+func (r *Registrar) checkTable(ctx context.Context, name string, ids []PartitionID, through map[PartitionID]Position) (audit.TableReport, error) {
 	rep := audit.TableReport{Table: r.Namespace + "." + name}
 	tbl, err := r.load(ctx, table.Identifier{r.Namespace, name})
 	if err != nil {
 		return rep, err
 	}
 	if tbl == nil {
-		rep.Notes = append(rep.Notes, "the table does not exist yet (the first run that archives a Parquet object creates it)")
+		for _, id := range ids {
+			if _, ok := through[id]; ok {
+				rep.Notes = append(rep.Notes, "behind: the table does not exist yet, though partitions are archived (the next run creates it)")
+				break
+			}
+		}
+		if len(rep.Notes) == 0 {
+			rep.Notes = append(rep.Notes, "the table does not exist yet (the first run that archives a Parquet object creates it)")
+		}
 		return rep, nil
 	}
 	ranges, err := tableRanges(tbl)
@@ -100,8 +112,13 @@ func (r *Registrar) checkTable(ctx context.Context, name string, ids []Partition
 		}
 	}
 	for _, id := range ids {
-		if _, ok := ranges[id]; !ok {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("partition %s has no registered range yet", id))
+		pos, ok := ranges[id]
+		want, archived := through[id]
+		switch {
+		case !ok && archived:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("behind: partition %s has no registered range, and is archived up to generation %d offset %d (the next run registers it)", id, want.Generation, want.Last))
+		case ok && archived && pos.Before(want):
+			rep.Notes = append(rep.Notes, fmt.Sprintf("behind: partition %s is registered up to generation %d offset %d, and archived up to generation %d offset %d (the next run registers the rest)", id, pos.Generation, pos.Last, want.Generation, want.Last))
 		}
 	}
 	return rep, nil

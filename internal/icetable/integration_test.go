@@ -367,7 +367,7 @@ func TestCheckFindsDuplicatesAndStrays(t *testing.T) {
 	if _, err := reg.Register(ctx, map[icetable.PartitionID]icetable.Target{id: {Through: icetable.Position{Last: 19}, Items: []icetable.Item{a, b}}}); err != nil {
 		t.Fatal(err)
 	}
-	reps, err := reg.Check(ctx, []icetable.PartitionID{id})
+	reps, err := reg.Check(ctx, []icetable.PartitionID{id}, nil)
 	if err != nil || len(reps) != 1 || !reps[0].OK() || reps[0].Files != 2 || reps[0].Partitions != 1 {
 		t.Fatalf("check of a clean table: %+v, %v", reps, err)
 	}
@@ -393,7 +393,7 @@ func TestCheckFindsDuplicatesAndStrays(t *testing.T) {
 	if _, err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reps, err = reg.Check(ctx, []icetable.PartitionID{id})
+	reps, err = reg.Check(ctx, []icetable.PartitionID{id}, nil)
 	if err != nil || len(reps) != 1 {
 		t.Fatalf("check: %+v, %v", reps, err)
 	}

@@ -174,4 +174,3 @@ func AuditVerdict(reports []audit.Report) error {
 	}
 	return fmt.Errorf("%w: %d overlaps and %d unreported gaps: %s", ErrAuditFailed, v.Overlaps, v.Gaps, strings.Join(first, "; "))
 }
-

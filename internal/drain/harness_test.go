@@ -33,6 +33,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
@@ -81,6 +82,9 @@ type world struct {
 	created map[string]bool
 	// ice is the world's Iceberg catalog, started when a test asks.
 	ice *icebergWorld
+	// catalog, when set, is the Iceberg catalog every sink uses (the
+	// model's shared one) instead of the configuration's.
+	catalog icetable.Catalog
 }
 
 type sent struct {
@@ -234,6 +238,9 @@ func (w *world) sink(cfg *config.Config, opts app.Options) *app.Sink {
 	w.mu.Unlock()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if opts.Catalog == nil {
+		opts.Catalog = w.catalog
 	}
 	if opts.State == nil {
 		// Built here rather than by app from the environment, so that tests

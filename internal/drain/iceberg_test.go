@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog/rest"
+
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
@@ -80,6 +82,7 @@ func (w *world) tablesClean(s *app.Sink, reports []audit.Report) {
 		if !tr.OK() || behind {
 			w.t.Fatalf("table audit:\n%s", buf.String())
 		}
+		w.t.Logf("table %s: %d data files, %d partitions registered, each archived object once", tr.Table, tr.Files, tr.Partitions)
 	}
 }
 
@@ -127,4 +130,35 @@ func (w *world) checkIceberg(s *app.Sink, topic string) {
 		w.t.Fatalf("table %s: %d rows, produced %d", name, len(tbl.Rows), total)
 	}
 	w.t.Logf("table %s: every one of %d messages once, read by pyiceberg", name, total)
+}
+
+// modelLake is the Iceberg catalog the model test's schedules share: a
+// REST catalog whose table files (metadata, manifests) are in a versitygw
+// of their own, each seed in a namespace of its own, while each seed's
+// data objects stay in its in-process S3 with its faults.
+type modelLake struct {
+	s3   *testenv.S3
+	rest *testenv.IcebergREST
+}
+
+// startModelLake starts the model's catalog, or returns nil when the tools
+// are not installed (never in CI).
+func startModelLake(t *testing.T) *modelLake {
+	if !testenv.IcebergAvailable(t) {
+		return nil
+	}
+	s := testenv.StartVersity(t)
+	s.CreateBucket(t, "model-tables")
+	return &modelLake{s3: s, rest: testenv.StartIcebergREST(t, s, "s3://model-tables/t")}
+}
+
+// catalog is a client of the lake whose table files go to its versitygw.
+func (l *modelLake) catalog(t *testing.T) icetable.Catalog {
+	t.Helper()
+	files := icetable.FileStore{Endpoint: l.s3.Endpoint, Region: l.s3.Region, PathStyle: true, AccessKeyID: l.s3.AccessKey, SecretAccessKey: l.s3.SecretKey}
+	c, err := rest.NewCatalog(context.Background(), "model", l.rest.Endpoint, rest.WithAdditionalProps(files.Props()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -54,6 +54,7 @@ func TestModel(t *testing.T) {
 		t.Skip("needs the in-repo broker's retention and connection hooks; IGGY_TEST_ADDRESS points at a real server")
 	}
 	seeds := modelSeeds(t)
+	lake := startModelLake(t) // nil when the Iceberg tools are missing (never in CI)
 	for _, seed := range seeds {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +63,7 @@ func TestModel(t *testing.T) {
 					t.Logf("replay: MODEL_SEED=%d go test -race -run 'TestModel/^%d$' ./internal/drain", seed, seed)
 				}
 			})
-			newModel(t, seed).play()
+			newModel(t, seed, lake).play()
 		})
 	}
 }
@@ -130,6 +131,8 @@ type model struct {
 	// restarted: the server restarted in some round; retained: retention
 	// deleted messages in some round.
 	restarted, retained bool
+	// iceberg: the objects also go into an Iceberg table (Parquet only).
+	iceberg bool
 	// fences counts empty objects without a void marker left out of the
 	// coverage (see coverage).
 	fences  int
@@ -139,7 +142,7 @@ type model struct {
 
 const modelLease = time.Second // config.MinLeaseDuration
 
-func newModel(t *testing.T, seed uint64) *model {
+func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 	w := newWorld(t)
 	w.backend = "inproc"
 	backends[0].start(t, w)
@@ -171,6 +174,18 @@ func newModel(t *testing.T, seed uint64) *model {
 		m.errorObjects = true
 		m.set["SINK_INVALID_PAYLOAD"] = "error_object"
 		m.note("invalid_payload error_object, with payloads that are not JSON")
+	}
+	// One schedule in four also registers its Parquet objects in an
+	// Iceberg table (drawn apart from rng, so the others keep their
+	// schedules); every format change is then a Parquet one.
+	if lake != nil && seed%4 == 1 {
+		m.iceberg = true
+		m.set["SINK_TABLE_FORMAT"] = "iceberg"
+		m.set["SINK_ICEBERG_CATALOG"] = "rest"
+		m.set["SINK_ICEBERG_CATALOG_URI"] = lake.rest.Endpoint
+		m.set["SINK_ICEBERG_NAMESPACE"] = fmt.Sprintf("model_%d", seed)
+		w.catalog = lake.catalog(t)
+		m.note("table_format iceberg")
 	}
 	m.reconfigure()
 	t.Cleanup(func() {
@@ -205,6 +220,7 @@ func (m *model) reconfigure() {
 			}
 		}
 		m.keep, _ = strconv.ParseInt(old["keep"], 10, 64)
+		m.parquetForTables()
 		m.note("config back to %s/%s%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.set["SINK_PARQUET_COMPRESSION"], m.rotation(), m.keep)
 		return
 	}
@@ -228,7 +244,18 @@ func (m *model) reconfigure() {
 	if m.rng.IntN(3) == 0 {
 		m.keep = 512 // objects above it are re-read from Iggy and streamed
 	}
+	m.parquetForTables()
 	m.note("config %s/%s%s %s keep=%d", m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"], m.set["SINK_PARQUET_COMPRESSION"], m.rotation(), m.keep)
+}
+
+// parquetForTables turns the drawn format into Parquet when the schedule
+// registers tables (Iceberg takes Parquet only), keeping the draws.
+func (m *model) parquetForTables() {
+	if !m.iceberg || m.set["SINK_OUTPUT_FORMAT"] == "parquet" {
+		return
+	}
+	m.set["SINK_OUTPUT_FORMAT"], m.set["SINK_COMPRESSION"] = "parquet", "none"
+	m.set["SINK_PARQUET_COMPRESSION"] = []string{"zstd", "snappy", "gzip", "none"}[len(m.configs)%4]
 }
 
 // remember keeps the configuration reconfigure drew, for flip-backs.

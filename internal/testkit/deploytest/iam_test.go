@@ -84,6 +84,69 @@ var notForTheFunction = map[string]string{
 	"s3:GetLifecycleConfiguration": "only `poller check` reads the bucket's lifecycle rules (app.Sink.Check; runs use Preflight, which does not)",
 }
 
+// catalogActions are the IAM actions of each call internal/icetable makes
+// of an Iceberg catalog, for the two catalogs on AWS (Glue, and the S3
+// Tables Iceberg REST endpoint, which maps each REST operation to S3 Tables
+// actions); iceberg-go makes the AWS calls, so they are keyed by icetable's
+// own calls: opening a catalog, the icetable.Catalog methods on r.Catalog,
+// and tx.Commit (a table commit: Glue's conditional UpdateTable, or the
+// REST commit endpoint). A REST catalog elsewhere needs no AWS action.
+var catalogActions = map[string][]string{
+	"rest.NewCatalog":      {"s3tables:GetTableBucket"}, // GET /v1/config
+	"glue.NewCatalog":      nil,
+	"CheckNamespaceExists": {"glue:GetDatabase", "s3tables:GetNamespace"},
+	"CreateNamespace":      {"glue:CreateDatabase", "s3tables:CreateNamespace"},
+	"LoadTable":            {"glue:GetTable", "s3tables:GetTableMetadataLocation", "s3tables:GetTableData"},
+	"CreateTable":          {"glue:GetTable", "glue:CreateTable", "s3tables:CreateTable", "s3tables:PutTableData"},
+	"Commit":               {"glue:GetTable", "glue:UpdateTable", "s3tables:UpdateTableMetadataLocation", "s3tables:PutTableData", "s3tables:GetTableData"},
+}
+
+// catalogUses finds icetable's catalog calls in one file (see catalogActions).
+func catalogUses(t *testing.T, file string) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		key := ""
+		switch x := sel.X.(type) {
+		case *ast.Ident: // rest.NewCatalog, glue.NewCatalog, tx.Commit
+			if (x.Name == "rest" || x.Name == "glue") && sel.Sel.Name == "NewCatalog" || x.Name == "tx" && sel.Sel.Name == "Commit" {
+				key = sel.Sel.Name
+				if x.Name != "tx" {
+					key = x.Name + "." + key
+				}
+			}
+		case *ast.SelectorExpr: // r.Catalog.LoadTable
+			if x.Sel.Name == "Catalog" {
+				key = sel.Sel.Name
+			}
+		}
+		if key == "" {
+			return true
+		}
+		if _, known := catalogActions[key]; !known {
+			t.Errorf("%s: icetable calls the catalog's %s: add it and its IAM actions to catalogActions", fset.Position(sel.Pos()), key)
+		}
+		if _, seen := uses[key]; !seen {
+			uses[key] = fset.Position(sel.Pos()).String()
+		}
+		return true
+	})
+	return uses
+}
+
 // runtimeActions are granted for the Lambda runtime, not for the code.
 var runtimeActions = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 
@@ -126,6 +189,14 @@ func codeActions(t *testing.T) map[string][]string {
 				}
 				for _, a := range append(actions, implied[use]...) {
 					found[a] = append(found[a], where)
+				}
+			}
+			if p.ImportPath == "github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable" {
+				for use, where := range catalogUses(t, filepath.Join(p.Dir, f)) {
+					where = strings.TrimPrefix(where, repoRoot(t)+string(filepath.Separator))
+					for _, a := range catalogActions[use] {
+						found[a] = append(found[a], where)
+					}
 				}
 			}
 		}

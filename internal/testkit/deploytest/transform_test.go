@@ -31,6 +31,8 @@ type deployScenario struct {
 	// configObject and configParameter are what SinkConfig lets the
 	// function read ("" = nothing).
 	configObject, configParameter string
+	// iceberg is the catalog the tables go to ("" = table_format none).
+	iceberg string
 }
 
 func deployScenarios() []deployScenario {
@@ -79,6 +81,27 @@ func deployScenarios() []deployScenario {
 			secretARN:    "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/iggy-??????",
 			secretKeyARN: secretKeyARN, s3KeyARN: s3KeyARN,
 			arch: "arm64", concurrency: 1,
+		},
+		{
+			name: "Iceberg tables in Glue",
+			params: with(map[string]string{"Prefix": "lake", "OutputFormat": "parquet", "TableFormat": "iceberg",
+				"IcebergCatalog": "glue", "IcebergNamespace": "orders_db"}),
+			objectARN: "arn:aws:s3:::iggy-archive/lake/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "lake/*",
+			arch: "arm64", concurrency: 1, iceberg: "glue",
+		},
+		{
+			name: "Iceberg tables in S3 Tables",
+			params: with(map[string]string{"OutputFormat": "parquet", "TableFormat": "iceberg",
+				"IcebergCatalog": "s3tables", "IcebergTableBucket": "iggy-tables"}),
+			objectARN: "arn:aws:s3:::iggy-archive/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "*",
+			arch: "arm64", concurrency: 1, iceberg: "s3tables",
+		},
+		{
+			name: "Iceberg tables in a REST catalog",
+			params: with(map[string]string{"OutputFormat": "parquet", "TableFormat": "iceberg",
+				"IcebergCatalog": "rest", "IcebergCatalogUri": "https://catalog.internal/api", "IcebergWarehouse": "lake"}),
+			objectARN: "arn:aws:s3:::iggy-archive/*", bucketARN: "arn:aws:s3:::iggy-archive", listPrefix: "*",
+			arch: "arm64", concurrency: 1, iceberg: "rest",
 		},
 	}
 }
@@ -240,6 +263,19 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_CONFIG":               p("SinkConfig"),
 		"SINK_MAX_WORKERS":          p("MaxWorkers"),
 		"SINK_WORKER_RATE":          p("WorkerRate"),
+		"SINK_TABLE_FORMAT":         p("TableFormat"),
+	}
+	if sc.iceberg != "" {
+		want["SINK_ICEBERG_CATALOG"] = sc.iceberg
+		want["SINK_ICEBERG_NAMESPACE"] = p("IcebergNamespace")
+		want["SINK_ICEBERG_TABLE"] = p("IcebergTable")
+		switch sc.iceberg {
+		case "s3tables":
+			want["SINK_ICEBERG_WAREHOUSE"] = "arn:aws:s3tables:us-east-1:123456789012:bucket/" + p("IcebergTableBucket")
+		case "rest":
+			want["SINK_ICEBERG_WAREHOUSE"] = p("IcebergWarehouse")
+			want["SINK_ICEBERG_CATALOG_URI"] = p("IcebergCatalogUri")
+		}
 	}
 	if sc.maxMessages != "" {
 		want["SINK_MAX_MESSAGES_PER_FILE"] = sc.maxMessages
@@ -403,6 +439,23 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 	}
 	if sc.configParameter != "" {
 		want["ssm:GetParameter"] = []string{sc.configParameter}
+	}
+	switch sc.iceberg {
+	case "glue":
+		glue := "arn:aws:glue:us-east-1:123456789012:"
+		ns := s.params["IcebergNamespace"].(string)
+		for _, a := range []string{"glue:GetDatabase", "glue:CreateDatabase"} {
+			want[a] = []string{glue + "catalog", glue + "database/" + ns}
+		}
+		for _, a := range []string{"glue:GetTable", "glue:CreateTable", "glue:UpdateTable"} {
+			want[a] = []string{glue + "catalog", glue + "database/" + ns, glue + "table/" + ns + "/*"}
+		}
+	case "s3tables":
+		bucket := "arn:aws:s3tables:us-east-1:123456789012:bucket/" + s.params["IcebergTableBucket"].(string)
+		for _, a := range []string{"s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:CreateNamespace", "s3tables:CreateTable",
+			"s3tables:GetTableMetadataLocation", "s3tables:UpdateTableMetadataLocation", "s3tables:GetTableData", "s3tables:PutTableData"} {
+			want[a] = []string{bucket, bucket + "/table/*"}
+		}
 	}
 	var decrypt []string
 	if sc.secretKeyARN != "" {

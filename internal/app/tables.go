@@ -115,6 +115,12 @@ func (w *written) OnObject(p batch.Partition, o drain.Written) {
 	w.mu.Unlock()
 }
 
+// TablesHook is told what each run's Iceberg registration did (metrics);
+// pass it in Options.Hooks.
+type TablesHook interface {
+	OnTables(res icetable.Result, err error)
+}
+
 // runAndRegister is one run, then (table_format = "iceberg") one commit
 // per table of what it and earlier runs archived. A run that crashed, or
 // whose context ended, registers nothing: the next run does.
@@ -140,6 +146,11 @@ func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summ
 	res, rerr := s.tables.Register(ctx, targets)
 	s.log.Info("iceberg registration", "tables", res.Tables, "commits", res.Commits, "conflicts", res.Conflicts,
 		"files", res.Files, "listings", res.Listings, "commit_ms", res.Latency.Milliseconds(), "duration", time.Since(start))
+	for _, h := range s.opts.Hooks {
+		if th, ok := h.(TablesHook); ok {
+			th.OnTables(res, rerr)
+		}
+	}
 	if rerr != nil {
 		return sum, errors.Join(err, fmt.Errorf("iceberg: %w (the objects are archived; the next run registers them)", rerr))
 	}

@@ -18,7 +18,53 @@ const (
 	MetricAuditGapMarkers = "AuditGapMarkers"
 	MetricAuditGaps       = "AuditGaps"
 	MetricAuditOverlaps   = "AuditOverlaps"
+
+	MetricTableCommits       = "TableCommits"
+	MetricTableConflicts     = "TableCommitConflicts"
+	MetricTableFiles         = "TableFilesRegistered"
+	MetricTableCommitLatency = "TableCommitLatency"
+	MetricTableFailures      = "TableRegistrationFailures"
 )
+
+// Tables is what one run's Iceberg registration did (table_format =
+// "iceberg").
+type Tables struct {
+	Function string
+	// Commits counts the commits the catalog took, Conflicts those it
+	// refused because another writer committed first, Files the data files
+	// registered; Latency is the time spent committing.
+	Commits, Conflicts, Files int
+	Latency                   time.Duration
+	// Failed: the registration failed (the objects are archived; the next
+	// run registers them).
+	Failed bool
+}
+
+var tableMetrics = []metricDef{
+	{MetricTableCommits, "Count"},
+	{MetricTableConflicts, "Count"},
+	{MetricTableFiles, "Count"},
+	{MetricTableCommitLatency, "Milliseconds"},
+	{MetricTableFailures, "Count"},
+}
+
+// WriteTables writes a run's table line (dimension Function).
+func WriteTables(w io.Writer, namespace string, now time.Time, t Tables) error {
+	if t.Commits < 0 || t.Conflicts < 0 || t.Files < 0 || t.Latency < 0 {
+		return fmt.Errorf("%w: negative table figures %+v", ErrInvalid, t)
+	}
+	failed := uint64(0)
+	if t.Failed {
+		failed = 1
+	}
+	return writeFunctionLine(w, namespace, now, t.Function, tableMetrics, func(b []byte) []byte {
+		b = appendUintProp(b, MetricTableCommits, uint64(t.Commits))
+		b = appendUintProp(b, MetricTableConflicts, uint64(t.Conflicts))
+		b = appendUintProp(b, MetricTableFiles, uint64(t.Files))
+		b = appendFloatProp(b, MetricTableCommitLatency, float64(t.Latency)/float64(time.Millisecond))
+		return appendUintProp(b, MetricTableFailures, failed)
+	})
+}
 
 // FanOut is what one scheduled tick decided and started.
 type FanOut struct {

@@ -22,6 +22,9 @@ func TestScaleLinesGolden(t *testing.T) {
 		{"audit_overlap", func(b *bytes.Buffer) error {
 			return WriteAudit(b, "IggyS3Sink", sampleNow, Audit{Function: "iggy-s3-sink", Partitions: 16, Objects: 480, GapMarkers: 1, Overlaps: 1})
 		}, map[string]float64{MetricAuditPartitions: 16, MetricAuditObjects: 480, MetricAuditGapMarkers: 1, MetricAuditGaps: 0, MetricAuditOverlaps: 1}},
+		{"tables", func(b *bytes.Buffer) error {
+			return WriteTables(b, "IggyS3Sink", sampleNow, Tables{Function: "iggy-s3-sink", Commits: 2, Conflicts: 1, Files: 9, Latency: 250 * time.Millisecond})
+		}, map[string]float64{MetricTableCommits: 2, MetricTableConflicts: 1, MetricTableFiles: 9, MetricTableCommitLatency: 250, MetricTableFailures: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +73,7 @@ func TestScaleLinesRefuseBadInput(t *testing.T) {
 		"negative workers":   WriteFanOut(&buf, "IggyS3Sink", sampleNow, FanOut{Function: "f", Workers: -1}),
 		"reserved namespace": WriteAudit(&buf, "AWS/Lambda", sampleNow, Audit{Function: "f"}),
 		"negative gaps":      WriteAudit(&buf, "IggyS3Sink", sampleNow, Audit{Function: "f", Gaps: -2}),
+		"negative commits":   WriteTables(&buf, "IggyS3Sink", sampleNow, Tables{Function: "f", Commits: -1}),
 	} {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)

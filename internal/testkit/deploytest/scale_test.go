@@ -46,6 +46,7 @@ func emittedMetrics(t *testing.T, namespace, function string) []emitted {
 		metrics.WriteEMF(&out, namespace, now, run),
 		metrics.WriteFanOut(&out, namespace, now, metrics.FanOut{Function: function, Workers: 3, Started: 2, Settle: time.Second}),
 		metrics.WriteAudit(&out, namespace, now, metrics.Audit{Function: function, Partitions: 2, Objects: 3}),
+		metrics.WriteTables(&out, namespace, now, metrics.Tables{Function: function, Commits: 1, Files: 2, Latency: time.Second}),
 	} {
 		if err != nil {
 			t.Fatal(err)

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -63,6 +66,9 @@ type Registrar struct {
 	// CallTimeout bounds each catalog call and each footer read.
 	CallTimeout time.Duration
 	Log         *slog.Logger
+
+	// namespaceSeen: the namespace exists (it is never dropped by the sink).
+	namespaceSeen atomic.Bool
 }
 
 // Result is what Register did.
@@ -138,6 +144,9 @@ func (r *Registrar) call(ctx context.Context) (context.Context, context.CancelFu
 }
 
 func (r *Registrar) ensureNamespace(ctx context.Context) error {
+	if r.namespaceSeen.Load() {
+		return nil
+	}
 	ns := table.Identifier{r.Namespace}
 	cctx, cancel := r.call(ctx)
 	defer cancel()
@@ -145,13 +154,13 @@ func (r *Registrar) ensureNamespace(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("icetable: check namespace %q: %w", r.Namespace, err)
 	}
-	if ok {
-		return nil
+	if !ok {
+		err = r.Catalog.CreateNamespace(cctx, ns, nil)
+		if err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			return fmt.Errorf("icetable: create namespace %q: %w", r.Namespace, err)
+		}
 	}
-	err = r.Catalog.CreateNamespace(cctx, ns, nil)
-	if err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("icetable: create namespace %q: %w", r.Namespace, err)
-	}
+	r.namespaceSeen.Store(true)
 	return nil
 }
 
@@ -361,10 +370,16 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 			return fmt.Errorf("open the files' store: %w", err)
 		}
 		dfs := make([]iceberg.DataFile, len(paths))
-		for i, path := range paths {
-			if dfs[i], err = table.FileToDataFile(cctx, fs, path, sc, tbl.Spec(), 0, tbl.Properties()); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrSchema, path, err)
+		err = forEach(len(paths), func(i int) error {
+			df, err := table.FileToDataFile(cctx, fs, paths[i], sc, tbl.Spec(), 0, tbl.Properties())
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrSchema, paths[i], err)
 			}
+			dfs[i] = df
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		// The ranges say which files the table has; a scan of every
 		// manifest for duplicates would grow with the table.
@@ -390,32 +405,65 @@ func (r *Registrar) fileSchemas(ctx context.Context, paths []string) ([]*iceberg
 	if err != nil {
 		return nil, fmt.Errorf("open the files' store: %w", err)
 	}
-	seen := map[string]bool{}
-	var out []*iceberg.Schema
-	for _, path := range paths {
-		f, err := fs.Open(path)
+	arrow := make([]*arrowSchema, len(paths))
+	err = forEach(len(paths), func(i int) error {
+		f, err := fs.Open(paths[i])
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", path, err)
+			return fmt.Errorf("open %s: %w", paths[i], err)
 		}
 		rdr, err := file.NewParquetReader(f)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("read %s's footer: %w", path, err)
+			return fmt.Errorf("read %s's footer: %w", paths[i], err)
 		}
 		as, err := pqarrow.FromParquet(rdr.MetaData().Schema, &pqarrow.ArrowReadProperties{}, rdr.MetaData().KeyValueMetadata())
 		rdr.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read %s's schema: %w", path, err)
+			return fmt.Errorf("read %s's schema: %w", paths[i], err)
 		}
-		if seen[as.String()] {
+		arrow[i] = &arrowSchema{as, paths[i]}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []*iceberg.Schema
+	for _, a := range arrow {
+		if seen[a.s.String()] {
 			continue
 		}
-		seen[as.String()] = true
-		s, err := table.ArrowSchemaToIcebergWithFreshIDs(as, false)
+		seen[a.s.String()] = true
+		s, err := table.ArrowSchemaToIcebergWithFreshIDs(a.s, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, path, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrSchema, a.path, err)
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+type arrowSchema struct {
+	s    *arrow.Schema
+	path string
+}
+
+// fileConcurrency bounds the footers read at once (each a few small S3
+// reads: latency, not bandwidth).
+const fileConcurrency = 8
+
+// forEach calls fn for 0..n-1, fileConcurrency at a time; the first error wins.
+func forEach(n int, fn func(i int) error) error {
+	sem := make(chan struct{}, fileConcurrency)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

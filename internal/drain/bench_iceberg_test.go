@@ -2,9 +2,9 @@ package drain_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
-	"log/slog"
 	"testing"
 	"time"
 

@@ -19,16 +19,7 @@ import (
 // archived: a table behind it is noted ("behind"), not a violation, since
 // the next run registers the rest.
 func (r *Registrar) Check(ctx context.Context, ids []PartitionID, through map[PartitionID]Position) ([]audit.TableReport, error) {
-	byTable := map[string][]PartitionID{}
-	for _, id := range ids {
-		name := r.Table(id.Stream, id.Topic)
-		byTable[name] = append(byTable[name], id)
-	}
-	names := make([]string, 0, len(byTable))
-	for n := range byTable {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names, byTable := r.tables(slices.Values(ids))
 	var out []audit.TableReport
 	for _, name := range names {
 		rep, err := r.checkTable(ctx, name, byTable[name], through)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,16 +94,7 @@ var ErrNotChained = errors.New("icetable: the archive does not carry on from the
 // other; the first error stops it.
 func (r *Registrar) Register(ctx context.Context, targets map[PartitionID]Target) (Result, error) {
 	var res Result
-	byTable := map[string][]PartitionID{}
-	for id := range targets {
-		name := r.Table(id.Stream, id.Topic)
-		byTable[name] = append(byTable[name], id)
-	}
-	names := make([]string, 0, len(byTable))
-	for n := range byTable {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names, byTable := r.tables(maps.Keys(targets))
 	if len(names) > 0 {
 		if err := r.ensureNamespace(ctx); err != nil {
 			return res, err
@@ -109,13 +102,27 @@ func (r *Registrar) Register(ctx context.Context, targets map[PartitionID]Target
 	}
 	for _, name := range names {
 		ids := byTable[name]
-		slices.SortFunc(ids, func(a, b PartitionID) int { return cmpID(a, b) })
 		if err := r.registerTable(ctx, name, ids, targets, &res); err != nil {
 			return res, err
 		}
 		res.Tables++
 	}
 	return res, nil
+}
+
+// tables groups partitions by their table: the names sorted, each
+// table's partitions in order.
+func (r *Registrar) tables(ids iter.Seq[PartitionID]) ([]string, map[string][]PartitionID) {
+	byTable := map[string][]PartitionID{}
+	for id := range ids {
+		name := r.Table(id.Stream, id.Topic)
+		byTable[name] = append(byTable[name], id)
+	}
+	names := slices.Sorted(maps.Keys(byTable))
+	for _, ids := range byTable {
+		slices.SortFunc(ids, cmpID)
+	}
+	return names, byTable
 }
 
 func cmpID(a, b PartitionID) int {

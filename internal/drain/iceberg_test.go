@@ -86,6 +86,29 @@ func (w *world) tablesClean(s *app.Sink, reports []audit.Report) {
 	}
 }
 
+// tablesBehind reports whether a table is behind what the state records
+// archived: a run that held a partition's lease died or stalled before it
+// registered, and no run has taken the partition since (the next does).
+func (w *world) tablesBehind(s *app.Sink) bool {
+	w.t.Helper()
+	reports, err := s.Audit(context.Background())
+	if err != nil {
+		w.t.Fatalf("audit: %v", err)
+	}
+	tables, err := s.AuditTables(context.Background(), reports)
+	if err != nil {
+		w.t.Fatalf("table audit: %v", err)
+	}
+	for _, tr := range tables {
+		for _, n := range tr.Notes {
+			if strings.HasPrefix(n, "behind:") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkIceberg reads topic's table with pyiceberg, an independent reader:
 // every message produced is one row, at its partition and offset, with
 // its payload's values.

@@ -595,7 +595,7 @@ func (m *model) quiesce() {
 	for i := 0; i < 60; i++ {
 		sum, err := s.Run(context.Background())
 		if err == nil && sum.Objects == 0 && len(sum.Partitions[0].Gaps) == 0 && m.w.allCommitted(s, m.topic) &&
-			(m.second == "" || m.w.allCommitted(s, m.second)) {
+			(m.second == "" || m.w.allCommitted(s, m.second)) && (!m.iceberg || !m.w.tablesBehind(s)) {
 			return
 		}
 		last = err

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -82,9 +84,18 @@ func (s *S3) Client(t testing.TB) *s3.Client {
 // CreateBucket creates a bucket or fails the test.
 func (s *S3) CreateBucket(t testing.TB, name string) {
 	t.Helper()
-	_, err := s.Client(t).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)})
-	if err != nil {
-		t.Fatalf("testenv: create bucket %q: %v", name, err)
+	// MinIO can answer ready and still refuse requests with 503
+	// XMinioServerNotInitialized for a while on a loaded machine.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		_, err := s.Client(t).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)})
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "StatusCode: 503") || time.Now().After(deadline) {
+			t.Fatalf("testenv: create bucket %q: %v", name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

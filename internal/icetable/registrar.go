@@ -329,9 +329,6 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}
-		if len(paths) > 0 && schemas == nil {
-			return errors.New("no file schema")
-		}
 		tbl = created
 		// The new table has no ranges: what this plan holds stands.
 	}

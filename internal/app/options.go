@@ -20,7 +20,7 @@ const CleanupTimeout = 2 * time.Second
 func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) drain.Options {
 	pc := &cfg.Plugin
 	format, comp := batch.Format(pc.OutputFormat), batch.Compression(pc.Compression)
-	rot := batch.Rotation{MaxAge: pc.MaxFileAge, MaxMessages: pc.MaxMessagesPerFile}
+	rot := batch.Rotation{MaxAge: pc.MaxFileAge, MaxMessages: pc.MaxMessagesPerFile, Cut: tableCut(cfg)}
 	if pc.FileRotation != "messages" {
 		rot.MaxBytes = pc.MaxFileSize // max_messages_per_file, when set, caps the count too
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -70,6 +71,7 @@ func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.C
 		Path:        func(key string) string { return "s3://" + p.Bucket + "/" + key },
 		FileProps:   files.Props(),
 		Backlog:     s.backlog,
+		Partition:   tableCut(s.Config).String(),
 		Attempts:    10,
 		CallTimeout: p.AWSCallTimeout,
 		Log:         s.log,
@@ -155,4 +157,26 @@ func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summ
 		return sum, errors.Join(err, fmt.Errorf("iceberg: %w (the objects are archived; the next run registers them)", rerr))
 	}
 	return sum, err
+}
+
+// tableCut is the time partition of the sink's tables, which no object
+// spans: the path template's finest calendar field, coarsened to the hour
+// Iceberg partitions by at the finest; NoCut without tables, without
+// calendar fields, or without the timestamp column (include_metadata off).
+func tableCut(cfg *config.Config) batch.Cut {
+	p := &cfg.Plugin
+	if p.TableFormat != "iceberg" || !p.IncludeMetadata {
+		return batch.NoCut
+	}
+	switch p.Template.Period() {
+	case keys.PeriodMinute, keys.PeriodHour:
+		return batch.CutHour
+	case keys.PeriodDay:
+		return batch.CutDay
+	case keys.PeriodMonth:
+		return batch.CutMonth
+	case keys.PeriodYear:
+		return batch.CutYear
+	}
+	return batch.NoCut
 }

@@ -9,6 +9,49 @@ type Rotation struct {
 	MaxBytes    int64         // 0 = no size limit
 	MaxMessages uint64        // 0 = no count limit
 	MaxAge      time.Duration // 0 = never due by age
+	// Cut ends an object before a message of another UTC calendar period
+	// (by server time), so that each object lies in one partition of a
+	// table partitioned by that period. NoCut (0) lets objects span any time.
+	Cut Cut
+}
+
+// Cut is a UTC calendar period that no object spans.
+type Cut uint8
+
+// The cuts, as Iceberg's time transforms name them.
+const (
+	NoCut Cut = iota
+	CutHour
+	CutDay
+	CutMonth
+	CutYear
+)
+
+// Period numbers the period of a server timestamp (µs since the epoch):
+// two timestamps are in one period exactly when their numbers are equal.
+func (c Cut) Period(micros uint64) int64 {
+	t := time.UnixMicro(int64(micros)).UTC()
+	switch c {
+	case CutHour:
+		return t.Unix() / 3600
+	case CutDay:
+		return t.Unix() / 86400
+	case CutMonth:
+		return int64(t.Year())*12 + int64(t.Month())
+	case CutYear:
+		return int64(t.Year())
+	}
+	return 0
+}
+
+// String names the cut as Iceberg's time transforms do ("" for NoCut).
+func (c Cut) String() string {
+	return [...]string{"", "hour", "day", "month", "year"}[c]
+}
+
+// crosses reports that m would start another period than the object's first message.
+func (a *Accumulator) crosses(m *Message) bool {
+	return a.n > 0 && a.rot.Cut != NoCut && a.rot.Cut.Period(m.Timestamp) != a.rot.Cut.Period(a.firstTS)
 }
 
 // Accumulator builds one object of one partition. It keeps the object's
@@ -76,11 +119,12 @@ func minRecordSize(e *Encoder) int64 {
 
 // Add encodes m and appends it if it fits. It returns false, leaving the
 // object unchanged, when the object is non-empty and m would push it over
-// MaxBytes or MaxMessages: the object is full and m starts the next one. An
+// MaxBytes or MaxMessages, or is of another Cut period than the first
+// message: the object is full and m starts the next one. An
 // empty object always accepts m. An encoding error leaves the object
 // unchanged too.
 func (a *Accumulator) Add(m *Message) (bool, error) {
-	if a.n > 0 && a.rot.MaxMessages > 0 && uint64(a.n) >= a.rot.MaxMessages {
+	if a.n > 0 && a.rot.MaxMessages > 0 && uint64(a.n) >= a.rot.MaxMessages || a.crosses(m) {
 		a.rejected = true
 		return false, nil
 	}

@@ -381,3 +381,96 @@ func TestReleaseRecyclesTheObjectBuffer(t *testing.T) {
 		t.Fatal("a released accumulator is not empty")
 	}
 }
+
+// TestRotationCut feeds seeded runs of messages whose server times cross
+// hour, day, month and year boundaries (sometimes going back, as a
+// server's clock may) and checks that every object lies in one period,
+// that objects end only when full or when the period changes, and that no
+// message is lost or repeated.
+func TestRotationCut(t *testing.T) {
+	start := uint64(time.Date(2025, 12, 31, 22, 50, 0, 0, time.UTC).UnixMicro())
+	for _, format := range []Format{"json_lines", "parquet"} {
+		for _, cut := range []Cut{CutHour, CutDay, CutMonth, CutYear} {
+			for seed := range uint64(20) {
+				t.Run(fmt.Sprintf("%s/%d/%d", format, cut, seed), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(seed, uint64(cut)))
+					msgs := make([]Message, 200+r.IntN(200))
+					ts := start
+					for i := range msgs {
+						switch r.IntN(10) {
+						case 0:
+							ts += uint64(r.Int64N(int64(40 * 24 * time.Hour / time.Microsecond)))
+						case 1:
+							ts -= uint64(r.Int64N(int64(time.Minute / time.Microsecond)))
+						default:
+							ts += uint64(r.Int64N(int64(10 * time.Minute / time.Microsecond)))
+						}
+						msgs[i] = Message{Offset: uint64(i), Timestamp: ts, Payload: fmt.Appendf(nil, `{"i":%d}`, i)}
+					}
+					maxMessages := uint64(1 + r.IntN(50))
+					e := mustEncoder(t, appLogs, Options{Format: format, Schema: "json", IncludeMetadata: true})
+					a := NewAccumulator(e, Rotation{MaxMessages: maxMessages, Cut: cut}, 1<<30)
+					next := 0
+					for next < len(msgs) {
+						first := next
+						for next < len(msgs) {
+							ok, err := a.Add(&msgs[next])
+							if err != nil {
+								t.Fatal(err)
+							}
+							if !ok {
+								break
+							}
+							next++
+							if a.Full() {
+								break
+							}
+						}
+						if a.Len() == 0 || a.First() != uint64(first) || a.Last() != uint64(next-1) {
+							t.Fatalf("object holds %d..%d (%d messages), want %d..%d", a.First(), a.Last(), a.Len(), first, next-1)
+						}
+						p := cut.Period(msgs[first].Timestamp)
+						for _, m := range msgs[first:next] {
+							if cut.Period(m.Timestamp) != p {
+								t.Fatalf("object %d..%d spans two periods: offset %d", first, next-1, m.Offset)
+							}
+						}
+						if full := uint64(a.Len()) == maxMessages; !full && next < len(msgs) && cut.Period(msgs[next].Timestamp) == p {
+							t.Fatalf("object %d..%d ended before offset %d of the same period, not full", first, next-1, next)
+						}
+						a.Reset()
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestCutPeriod(t *testing.T) {
+	at := func(s string) uint64 {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint64(tm.UnixMicro())
+	}
+	for _, tc := range []struct {
+		cut        Cut
+		a, b       string
+		samePeriod bool
+	}{
+		{CutHour, "2026-03-16T14:00:00Z", "2026-03-16T14:59:59.999999Z", true},
+		{CutHour, "2026-03-16T14:59:59.999999Z", "2026-03-16T15:00:00Z", false},
+		{CutDay, "2026-03-16T00:00:00Z", "2026-03-16T23:59:59.999999Z", true},
+		{CutDay, "2026-03-16T23:59:59.999999Z", "2026-03-17T00:00:00Z", false},
+		{CutMonth, "2026-02-01T00:00:00Z", "2026-02-28T23:59:59Z", true},
+		{CutMonth, "2025-12-31T23:59:59Z", "2026-01-01T00:00:00Z", false},
+		{CutYear, "2026-01-01T00:00:00Z", "2026-12-31T23:59:59Z", true},
+		{CutYear, "2026-12-31T23:59:59Z", "2027-01-01T00:00:00Z", false},
+		{NoCut, "2020-01-01T00:00:00Z", "2030-01-01T00:00:00Z", true},
+	} {
+		if got := tc.cut.Period(at(tc.a)) == tc.cut.Period(at(tc.b)); got != tc.samePeriod {
+			t.Errorf("cut %d: %s and %s in one period = %v, want %v", tc.cut, tc.a, tc.b, got, tc.samePeriod)
+		}
+	}
+}

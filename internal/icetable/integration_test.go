@@ -66,6 +66,12 @@ func payload(p uint32, off uint64, extra bool) []byte {
 // and returns its item.
 func (l *lake) archive(t *testing.T, p uint32, first, last uint64, extra bool) icetable.Item {
 	t.Helper()
+	return l.archiveAt(t, p, first, last, extra, func(off uint64) uint64 { return 1_700_000_000_000_000 + off })
+}
+
+// archiveAt is archive with the messages' server times (µs) given by ts.
+func (l *lake) archiveAt(t *testing.T, p uint32, first, last uint64, extra bool, ts func(off uint64) uint64) icetable.Item {
+	t.Helper()
 	enc, err := parquet.NewEncoder(parquet.Options{Payload: parquet.PayloadJSON, IncludeMetadata: true})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +85,7 @@ func (l *lake) archive(t *testing.T, p uint32, first, last uint64, extra bool) i
 		t.Fatal(err)
 	}
 	for off := first; off <= last; off++ {
-		if err := enc.Write(&parquet.Record{Offset: off, Timestamp: 1_700_000_000_000_000 + off, Payload: payload(p, off, extra)}); err != nil {
+		if err := enc.Write(&parquet.Record{Offset: off, Timestamp: ts(off), Payload: payload(p, off, extra)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,14 +147,28 @@ type scanned struct {
 	Snapshots []struct {
 		Summary map[string]string `json:"summary"`
 	} `json:"snapshots"`
+	Planned        []string `json:"planned_files"`
+	FilePartitions []struct {
+		Path      string `json:"path"`
+		SpecID    int    `json:"spec_id"`
+		Partition []any  `json:"partition"`
+	} `json:"file_partitions"`
+	Spec []struct {
+		Name, Transform, Source string
+	} `json:"spec"`
 }
 
-// read scans the table with pyiceberg, an independent reader.
-func (l *lake) read(t *testing.T, columns string) scanned {
+// read scans the table with pyiceberg, an independent reader; filter is
+// an optional row filter in pyiceberg's syntax.
+func (l *lake) read(t *testing.T, columns string, filter ...string) scanned {
 	t.Helper()
-	cmd := exec.Command(testenv.PyIceberg(t), filepath.Join(testenv.RepoRoot(t), "scripts", "iceberg_read.py"),
+	args := []string{filepath.Join(testenv.RepoRoot(t), "scripts", "iceberg_read.py"),
 		"--catalog", "rest", "--uri", l.rest.Endpoint, "--s3-endpoint", l.s3.Endpoint, "--s3-access-key", l.s3.AccessKey,
-		"--s3-secret-key", l.s3.SecretKey, "--namespace", "iggy", "--table", "app_logs", "--columns", columns)
+		"--s3-secret-key", l.s3.SecretKey, "--namespace", "iggy", "--table", "app_logs", "--columns", columns}
+	if len(filter) > 0 {
+		args = append(args, "--filter", filter[0])
+	}
+	cmd := exec.Command(testenv.PyIceberg(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	_ = cmd.Run()

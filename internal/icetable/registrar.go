@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,12 @@ type Registrar struct {
 	// (endpoint, region, path style, keys).
 	FileProps iceberg.Properties
 	Backlog   Backlog
+	// Partition is the time transform ("hour", "day", "month", "year") of
+	// the timestamp column that partitions a table whose spec never had a
+	// field; "" leaves tables unpartitioned. The sink's objects each lie in
+	// one such period; a file that spans two (written before tables were
+	// on) is registered under the table's unpartitioned spec.
+	Partition string
 	// Attempts bounds the commits tried per table when others commit
 	// first (conflicts); each attempt reloads the table and plans again.
 	Attempts int
@@ -369,13 +376,20 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrSchema, err)
 		}
+		spec, unpartitioned, err := r.partitionSpec(tx, tbl, sc)
+		if err != nil {
+			return err
+		}
 		fs, err := iceio.LoadFS(cctx, r.FileProps, paths[0])
 		if err != nil {
 			return fmt.Errorf("open the files' store: %w", err)
 		}
 		dfs := make([]iceberg.DataFile, len(paths))
 		err = forEach(len(paths), func(i int) error {
-			df, err := table.FileToDataFile(cctx, fs, paths[i], sc, tbl.Spec(), 0, tbl.Properties())
+			df, err := table.FileToDataFile(cctx, fs, paths[i], sc, spec, 0, tbl.Properties())
+			if err != nil && unpartitioned != nil && strings.Contains(err.Error(), "more than one value for partition field") {
+				df, err = table.FileToDataFile(cctx, fs, paths[i], sc, *unpartitioned, 0, tbl.Properties())
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrSchema, paths[i], err)
 			}
@@ -396,6 +410,44 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 	}
 	_, err := tx.Commit(cctx)
 	return err
+}
+
+// TimestampColumn is the column of the message's server time that a
+// table's time partition transforms.
+const TimestampColumn = "timestamp"
+
+// partitionSpec is the spec the transaction's files are registered under,
+// adding the time partition to a table whose spec never had a field, and
+// the table's unpartitioned spec, if it has one, for files that span two
+// periods.
+func (r *Registrar) partitionSpec(tx *table.Transaction, tbl *table.Table, sc *iceberg.Schema) (iceberg.PartitionSpec, *iceberg.PartitionSpec, error) {
+	meta := tbl.Metadata()
+	var unpartitioned *iceberg.PartitionSpec
+	for _, s := range meta.PartitionSpecs() {
+		if s.NumFields() == 0 {
+			unpartitioned = &s
+		}
+	}
+	current := tbl.Spec()
+	f, ok := sc.FindFieldByName(TimestampColumn)
+	if r.Partition == "" || len(meta.PartitionSpecs()) != 1 || current.NumFields() != 0 || !ok {
+		return current, unpartitioned, nil
+	}
+	if _, ok := f.Type.(iceberg.TimestampTzType); !ok {
+		return current, unpartitioned, nil
+	}
+	tr, err := iceberg.ParseTransform(r.Partition)
+	if err != nil {
+		return iceberg.PartitionSpec{}, nil, fmt.Errorf("icetable: partition %q: %w", r.Partition, err)
+	}
+	if err := tx.UpdateSpec(true).AddField(TimestampColumn, tr, TimestampColumn+"_"+r.Partition).Commit(); err != nil {
+		return iceberg.PartitionSpec{}, nil, fmt.Errorf("partition the table by %s(%s): %w", r.Partition, TimestampColumn, err)
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return iceberg.PartitionSpec{}, nil, err
+	}
+	return staged.Spec(), unpartitioned, nil
 }
 
 // ErrSchema reports files whose columns the table cannot take (a type

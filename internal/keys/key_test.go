@@ -529,3 +529,22 @@ func TestListingAt(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplatePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		tpl  string
+		want Period
+	}{
+		{"{stream}/{topic}/{date}/{hour}", PeriodHour},
+		{"dt={date}/{stream}/{topic}", PeriodDay},
+		{"{year}/{month}/{day}/{hour}/{minute}", PeriodMinute},
+		{"{year}/{month}/{stream}", PeriodMonth},
+		{"{stream}/{year}", PeriodYear},
+		{"{stream}/{topic}", PeriodNone},
+		{"t={timestamp}/{topic}", PeriodNone},
+	} {
+		if got := mustParse(t, tc.tpl).Period(); got != tc.want {
+			t.Errorf("%s: Period() = %v, want %v", tc.tpl, got, tc.want)
+		}
+	}
+}

@@ -112,3 +112,49 @@ func lookupPlaceholder(name string) placeholder {
 
 // String returns the template as written.
 func (t *Template) String() string { return t.src }
+
+// Period is a span of UTC calendar time that a template's folders change with.
+type Period uint8
+
+// The periods, finest first; PeriodNone is a template without calendar fields.
+const (
+	PeriodNone Period = iota
+	PeriodMinute
+	PeriodHour
+	PeriodDay
+	PeriodMonth
+	PeriodYear
+)
+
+// String names the period as Iceberg's time transforms do ("hour", "day").
+func (p Period) String() string {
+	return [...]string{"none", "minute", "hour", "day", "month", "year"}[p]
+}
+
+// Period is the finest calendar field the template names: objects of two
+// periods go to two folders. {timestamp} names no period (it is the
+// object's own time, not a folder's).
+func (t *Template) Period() Period {
+	finest := PeriodNone
+	for _, s := range t.segments {
+		var p Period
+		switch s.kind {
+		case phMinute:
+			p = PeriodMinute
+		case phHour:
+			p = PeriodHour
+		case phDate, phDay:
+			p = PeriodDay
+		case phMonth:
+			p = PeriodMonth
+		case phYear:
+			p = PeriodYear
+		default:
+			continue
+		}
+		if finest == PeriodNone || p < finest {
+			finest = p
+		}
+	}
+	return finest
+}

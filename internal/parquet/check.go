@@ -28,7 +28,11 @@ func NewChecker(opts Options) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Checker{sch: e.buildSchema()}
+	sch, err := e.buildSchema() // a pinned schema: nothing to conform, no error
+	if err != nil {
+		return nil, err
+	}
+	c := &Checker{sch: sch}
 	for _, l := range c.sch.leaves {
 		l.col.startChunk()
 		l.col.useDict = false // values are undone anyway: skip the hashing

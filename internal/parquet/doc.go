@@ -41,7 +41,8 @@
 //
 // # Determinism
 //
-// A file is a pure function of the records, the Source and the Options:
+// A file is a pure function of the records, the Source, the Options and
+// what Options.Conform returns for its inferred columns:
 // no map iteration, no time or random id (created_by is CreatedBy), codecs
 // at fixed levels in the calling goroutine, page and row-group cuts taken
 // between records from what was written. An object re-rendered after a

@@ -35,6 +35,9 @@ type Options struct {
 	// Schema pins the payload columns (schema json only); nil infers them
 	// per file from the records given to Observe.
 	Schema *PinnedSchema
+	// Conform, with an inferred schema, retypes the payload columns before
+	// each file is written (a table's types); nil keeps them as inferred.
+	Conform ConformFunc
 	// KeepExtra keeps the members a pinned schema does not name, as a JSON
 	// object in a payload_extra STRING column; false drops them.
 	KeepExtra bool

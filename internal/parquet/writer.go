@@ -157,7 +157,11 @@ func (e *Encoder) Begin(w io.Writer) error {
 	if e.phase != phaseObserve {
 		return ErrPhase
 	}
-	e.sch = e.buildSchema()
+	sch, err := e.buildSchema()
+	if err != nil {
+		return err
+	}
+	e.sch = sch
 	e.sh = shredder{sch: e.sch, kbuf: e.sh.kbuf, sbuf: e.sh.sbuf, xbuf: e.sh.xbuf, stamp: e.sh.stamp}
 	e.adoptColumns()
 	e.out = countWriter{w: w}
@@ -167,7 +171,7 @@ func (e *Encoder) Begin(w io.Writer) error {
 
 // buildSchema assembles the top-level columns for the options and what
 // pass 1 saw.
-func (e *Encoder) buildSchema() *schema {
+func (e *Encoder) buildSchema() (*schema, error) {
 	o := e.opts
 	s := &schema{}
 	if o.IncludeMetadata {
@@ -198,6 +202,13 @@ func (e *Encoder) buildSchema() *schema {
 		wide := e.inf.root.mask&tDeep != 0
 		s.fields = resolveStruct(&e.inf.root, reservedNames(o, e.inf.nonObject, wide))
 		s.fields.kind = kindStruct
+		if o.Conform != nil {
+			f, err := conform(s.fields, o.Conform)
+			if err != nil {
+				return nil, err
+			}
+			s.fields = f
+		}
 		if wide {
 			s.extra = &node{name: colExtra, kind: kindJSON}
 		}
@@ -206,7 +217,7 @@ func (e *Encoder) buildSchema() *schema {
 		}
 	}
 	s.finish()
-	return s
+	return s, nil
 }
 
 // leafCount counts the columns a struct's children would write.

@@ -13,8 +13,23 @@ var icebergKeys = []string{"iceberg_catalog", "iceberg_catalog_uri", "iceberg_wa
 // checkIceberg checks table_format and the iceberg_* options against each
 // other and against output_format, so a bad combination fails at start
 // rather than at the first commit.
+// defaultForTables makes invalid_payload "error_object" under tables when
+// it is not set: a record whose value the table's column type cannot hold
+// goes to the error object, and base64 cannot keep it.
+func (l *loader) defaultForTables() {
+	p := &l.cfg.Plugin
+	if _, set := l.set["plugin_config.invalid_payload"]; p.TableFormat == "iceberg" && !set {
+		p.InvalidPayload = "error_object"
+	}
+}
+
 func (l *loader) checkIceberg() error {
 	p := &l.cfg.Plugin
+	if p.TableFormat == "iceberg" && p.InvalidPayload != "error_object" && p.InvalidPayload != "fail" {
+		e := l.errorFor("plugin_config.invalid_payload", fmt.Sprintf(`must be "error_object" (the default with tables) or "fail" with table_format = "iceberg" (it is %q): a record whose value the table's column type cannot hold cannot be kept as base64`, p.InvalidPayload))
+		e.Value = strconv.Quote(p.InvalidPayload)
+		return e
+	}
 	if p.TableFormat != "iceberg" {
 		for _, k := range icebergKeys {
 			if _, set := l.set["plugin_config."+k]; set {

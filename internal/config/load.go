@@ -529,6 +529,7 @@ func (l *loader) finish() error {
 	if err := l.checkKeysDistinct(seen); err != nil {
 		return err
 	}
+	l.defaultForTables()
 	if err := l.checkParquet(); err != nil {
 		return err
 	}

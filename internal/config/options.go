@@ -264,7 +264,7 @@ func buildOptions() []*option {
 		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst); none with parquet (see parquet_compression)", func(p *Plugin) any { return &p.Compression }), func(o *option) {
 			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).Compression }, compressions...)
 		}),
-		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json (or for parquet_schema): base64 (keep, encoded), fail (stop the partition) or error_object (write it to an error object under error_prefix and go on)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
+		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json (or for parquet_schema): base64 (keep, encoded), fail (stop the partition) or error_object (write it to an error object under error_prefix and go on; the default with table_format = \"iceberg\", where a value the table's column type cannot hold is rejected too)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
 			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).InvalidPayload }, invalidPayloads...)
 		}),
 		with(plugin("server_side_encryption", kString, "", "S3 server-side encryption: AES256 or aws:kms (unset = bucket default)", func(p *Plugin) any { return &p.ServerSideEncryption }), func(o *option) {

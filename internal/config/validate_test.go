@@ -107,6 +107,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"glue takes no uri", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_catalog_uri = \"http://127.0.0.1:1\"", nil, []string{"plugin_config.iceberg_catalog_uri", "AWS_ENDPOINT_URL_GLUE"}},
 		{"namespace upper case", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_namespace = \"Iggy\"", nil, []string{"plugin_config.iceberg_namespace", `"Iggy"`, "a-z"}},
 		{"table template bad text", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_table = \"{stream}.{topic}\"", nil, []string{"plugin_config.iceberg_table", `"{stream}.{topic}"`, "{stream}, {topic}"}},
+		{"iceberg takes no base64", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\ninvalid_payload = \"base64\"", nil, []string{"plugin_config.invalid_payload", `"base64"`, `"error_object" (the default with tables)`}},
 		{"iceberg key without iceberg", "+iceberg_namespace = \"x\"", nil, []string{"plugin_config.iceberg_namespace", `table_format = "iceberg"`, `"none"`}},
 		{"env topics empty list", "[plugin_config]\nbucket = \"b\"\nregion = \"r\"\n", map[string]string{"SINK_STREAM": "s", "SINK_TOPICS": " , "}, []string{"SINK_TOPICS", "streams[0].topics", "at least one topic"}},
 	}
@@ -157,6 +158,16 @@ func TestIcebergConfig(t *testing.T) {
 	p := c.Plugin
 	if p.TableFormat != "iceberg" || p.IcebergCatalog != "rest" || p.IcebergNamespace != "iggy" || p.IcebergTable != "{stream}_{topic}" {
 		t.Fatalf("got table_format %q catalog %q namespace %q table %q", p.TableFormat, p.IcebergCatalog, p.IcebergNamespace, p.IcebergTable)
+	}
+	if p.InvalidPayload != "error_object" {
+		t.Fatalf("invalid_payload %q under tables, want the error_object default", p.InvalidPayload)
+	}
+	c, err = loadString(t, minimal+"output_format = \"parquet\"\ncompression = \"none\"\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Plugin.InvalidPayload != "base64" {
+		t.Fatalf("without tables: invalid_payload %q, want base64", c.Plugin.InvalidPayload)
 	}
 	c, err = loadString(t, minimal, map[string]string{"SINK_OUTPUT_FORMAT": "parquet", "SINK_COMPRESSION": "none", "SINK_TABLE_FORMAT": "iceberg", "SINK_ICEBERG_CATALOG": "glue"})
 	if err != nil {

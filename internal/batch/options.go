@@ -98,6 +98,11 @@ type ParquetOptions struct {
 	// KeepExtra keeps the members a pinned schema does not name as one JSON
 	// object column, payload_extra; false drops them.
 	KeepExtra bool
+	// Conform, with an inferred schema, gives a partition's files the
+	// column types of its table (parquet.Options.Conform); a record whose
+	// value does not fit is rejected like an invalid payload, so it needs
+	// InvalidPayload "error_object" or "fail". nil keeps inferred types.
+	Conform func(stream, topic string) parquet.ConformFunc
 }
 
 // Transformer rewrites one JSON payload, which the encoder has validated and

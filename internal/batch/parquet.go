@@ -31,6 +31,12 @@ func (e *Encoder) parquetOptions(p Partition, o Options) error {
 		RowGroupBytes:   o.Parquet.RowGroupBytes,
 		PageBytes:       o.Parquet.PageBytes,
 	}
+	if o.Parquet.Conform != nil && e.schema == schJSON && po.Schema == nil {
+		if !e.errorObject && !e.failInvalid {
+			return errors.New(`batch: conforming to a table's types needs invalid_payload "error_object" or "fail": a record that does not fit them cannot be kept as base64`)
+		}
+		po.Conform = o.Parquet.Conform(p.Stream, p.Topic)
+	}
 	if _, err := parquet.NewEncoder(*po); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}

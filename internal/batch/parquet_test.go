@@ -361,3 +361,44 @@ func TestParquetMalformedHeaders(t *testing.T) {
 		t.Fatalf("malformed headers counted %d; paths equal %v", e.MalformedHeaders(), bytes.Equal(data, sdata))
 	}
 }
+
+// TestParquetConformRejectsToTheErrorObject: with a table's types
+// (Parquet.Conform), a record whose value the column's type cannot hold
+// goes to the error object with its reason, the same from an Accumulator
+// and an ObjectWriter; base64 cannot keep such a record.
+func TestParquetConformRejectsToTheErrorObject(t *testing.T) {
+	var asked []string
+	conform := func(stream, topic string) parquet.ConformFunc {
+		asked = append(asked, stream+"/"+topic)
+		return func(cols []parquet.Field) ([]parquet.Field, error) {
+			for i := range cols {
+				if cols[i].Name == "n" {
+					cols[i].Type = parquet.Type{Kind: "int64"}
+				}
+			}
+			return cols, nil
+		}
+	}
+	msgs := []Message{
+		{Offset: 10, Timestamp: ts42, Payload: []byte(`{"n":1}`)},
+		{Offset: 11, Timestamp: ts42, Payload: []byte(`{"n":2.5}`)},
+		{Offset: 12, Timestamp: ts42, Payload: []byte(`{"n":3}`)},
+	}
+	opts := Options{Format: FormatParquet, Schema: "json", IncludeMetadata: true, InvalidPayload: InvalidErrorObject,
+		Parquet: ParquetOptions{Conform: conform}}
+	data, errs := accumulated(t, mustEncoder(t, appLogs, opts), msgs)
+	sdata, serrs, rejected := streamed(t, mustEncoder(t, appLogs, opts), msgs)
+	if !bytes.Equal(data, sdata) || !bytes.Equal(errs, serrs) {
+		t.Fatal("the Accumulator and the ObjectWriter made different objects")
+	}
+	if rejected != 1 || bytes.Count(errs, []byte("\n")) != 1 || !bytes.Contains(errs, []byte(`"offset":11`)) || !bytes.Contains(errs, []byte("want int64")) {
+		t.Fatalf("rejected %d; error object:\n%s", rejected, errs)
+	}
+	if len(asked) != 2 || asked[0] != appLogs.Stream+"/"+appLogs.Topic {
+		t.Fatalf("Conform asked for %v", asked)
+	}
+	opts.InvalidPayload = InvalidBase64
+	if _, err := NewEncoder(appLogs, opts); err == nil || !strings.Contains(err.Error(), "error_object") {
+		t.Fatalf("base64 with Conform: %v", err)
+	}
+}

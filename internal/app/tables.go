@@ -17,6 +17,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
 // tableFiles is where the table's files are read and written: the sink's
@@ -76,6 +77,14 @@ func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.C
 		CallTimeout: p.AWSCallTimeout,
 		Log:         s.log,
 	}
+	fixed, err := icetable.FixedColumns(parquet.Options{IncludeMetadata: p.IncludeMetadata, IncludeHeaders: p.IncludeHeaders})
+	if err != nil {
+		return fmt.Errorf("iceberg: the files' fixed columns: %w", err)
+	}
+	s.tables.Fixed = fixed
+	// Files take their table's column types (a forbidden change goes to
+	// the error object, not into a file the table cannot take).
+	s.drainOpts.Records.Parquet.Conform = s.tables.Conform
 	return nil
 }
 

@@ -76,8 +76,14 @@ type Registrar struct {
 	CallTimeout time.Duration
 	Log         *slog.Logger
 
+	// Fixed are the columns every file has before its payload columns
+	// (FixedColumns): a table that Conform creates starts with them.
+	Fixed *iceberg.Schema
+
 	// namespaceSeen: the namespace exists (it is never dropped by the sink).
 	namespaceSeen atomic.Bool
+	schemasMu     sync.Mutex
+	schemas       map[string]*tableSchema // Conform's view of each table
 }
 
 // Result is what Register did.
@@ -325,16 +331,9 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		if len(schemas) > 0 {
 			first = schemas[0]
 		}
-		var opts []catalog.CreateTableOpt
-		opts = append(opts, catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
-		if r.Location != nil {
-			if loc := r.Location(ident[len(ident)-1]); loc != "" {
-				opts = append(opts, catalog.WithLocation(loc))
-			}
-		}
-		created, err := r.Catalog.CreateTable(cctx, ident, first, opts...)
+		created, err := r.create(cctx, ident, first)
 		if err != nil {
-			return fmt.Errorf("create: %w", err)
+			return err
 		}
 		tbl = created
 		// The new table has no ranges: what this plan holds stands.
@@ -348,20 +347,8 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		}
 	}
 	if len(schemas) > 0 {
-		// Files carry no field ids: readers find columns by this mapping,
-		// which must name every column, the new ones too.
-		sc, err := tx.UpdateSchema(true, false).Apply()
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrSchema, err)
-		}
-		m, err := json.Marshal(sc.NameMapping())
-		if err != nil {
+		if err := setNameMapping(tx, tbl); err != nil {
 			return err
-		}
-		if tbl.Properties().Get(table.DefaultNameMappingKey, "") != string(m) {
-			if err := tx.SetProperties(iceberg.Properties{table.DefaultNameMappingKey: string(m)}); err != nil {
-				return err
-			}
 		}
 	}
 	rs := p.ranges.String()
@@ -410,6 +397,39 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 	}
 	_, err := tx.Commit(cctx)
 	return err
+}
+
+// create creates a new table (format v2, at Location) with schema sc.
+func (r *Registrar) create(ctx context.Context, ident table.Identifier, sc *iceberg.Schema) (*table.Table, error) {
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": "2"})}
+	if r.Location != nil {
+		if loc := r.Location(ident[len(ident)-1]); loc != "" {
+			opts = append(opts, catalog.WithLocation(loc))
+		}
+	}
+	tbl, err := r.Catalog.CreateTable(ctx, ident, sc, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
+	return tbl, nil
+}
+
+// setNameMapping sets the name mapping of the transaction's schema. Files
+// carry no field ids: readers find columns by this mapping, which must
+// name every column, the new ones too.
+func setNameMapping(tx *table.Transaction, tbl *table.Table) error {
+	sc, err := tx.UpdateSchema(true, false).Apply()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	m, err := json.Marshal(sc.NameMapping())
+	if err != nil {
+		return err
+	}
+	if tbl.Properties().Get(table.DefaultNameMappingKey, "") == string(m) {
+		return nil
+	}
+	return tx.SetProperties(iceberg.Properties{table.DefaultNameMappingKey: string(m)})
 }
 
 // TimestampColumn is the column of the message's server time that a
@@ -472,7 +492,7 @@ func (r *Registrar) fileSchemas(ctx context.Context, paths []string) ([]*iceberg
 			f.Close()
 			return fmt.Errorf("read %s's footer: %w", paths[i], err)
 		}
-		as, err := pqarrow.FromParquet(rdr.MetaData().Schema, &pqarrow.ArrowReadProperties{}, rdr.MetaData().KeyValueMetadata())
+		as, err := arrowOfFooter(rdr)
 		rdr.Close()
 		if err != nil {
 			return fmt.Errorf("read %s's schema: %w", paths[i], err)
@@ -497,6 +517,19 @@ func (r *Registrar) fileSchemas(ctx context.Context, paths []string) ([]*iceberg
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+func arrowOfFooter(rdr *file.Reader) (*arrow.Schema, error) {
+	return pqarrow.FromParquet(rdr.MetaData().Schema, &pqarrow.ArrowReadProperties{}, rdr.MetaData().KeyValueMetadata())
+}
+
+// footerSchema is a file's columns as an Iceberg schema without field ids.
+func footerSchema(rdr *file.Reader) (*iceberg.Schema, error) {
+	as, err := arrowOfFooter(rdr)
+	if err != nil {
+		return nil, err
+	}
+	return table.ArrowSchemaToIcebergWithFreshIDs(as, false)
 }
 
 type arrowSchema struct {

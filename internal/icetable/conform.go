@@ -57,6 +57,18 @@ func (r *Registrar) schemaOf(name string) *tableSchema {
 	return ts
 }
 
+// forgetSchemas makes Conform read each table again: a table replaced
+// meanwhile is seen by the next run.
+func (r *Registrar) forgetSchemas() {
+	r.schemasMu.Lock()
+	defer r.schemasMu.Unlock()
+	for _, ts := range r.schemas {
+		ts.mu.Lock()
+		ts.loaded, ts.tbl = false, nil
+		ts.mu.Unlock()
+	}
+}
+
 func (r *Registrar) conform(ctx context.Context, name string, cols []parquet.Field) ([]parquet.Field, error) {
 	ts := r.schemaOf(name)
 	ts.mu.Lock()

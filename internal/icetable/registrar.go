@@ -106,6 +106,7 @@ var ErrNotChained = errors.New("icetable: the archive does not carry on from the
 // commit per table (more only on conflicts). Tables are done one after the
 // other; the first error stops it.
 func (r *Registrar) Register(ctx context.Context, targets map[PartitionID]Target) (Result, error) {
+	defer r.forgetSchemas() // the next run's files read each table again
 	var res Result
 	names, byTable := r.tables(maps.Keys(targets))
 	if len(names) > 0 {

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
@@ -48,18 +45,7 @@ func (l *lake) render(t *testing.T, p uint32, first uint64, payloads []string, f
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	last := first + uint64(len(payloads)) - 1
-	key := l.names.Partition("app", "logs", p).Object(first, last, 0)
-	if _, err := l.s3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(out.Bytes())}); err != nil {
-		t.Fatal(err)
-	}
-	it := icetable.Item{Key: key, First: first, Last: last, Data: true}
-	id := icetable.PartitionID{Stream: "app", Topic: "logs", Partition: p}
-	l.mu.Lock()
-	if objs := l.objects[id]; len(objs) == 0 || objs[len(objs)-1].Key != key {
-		l.objects[id] = append(objs, it)
-	}
-	l.mu.Unlock()
+	it := l.put(t, p, first, first+uint64(len(payloads))-1, out.Bytes())
 	return it, out.Bytes(), rejected
 }
 

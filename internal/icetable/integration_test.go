@@ -92,14 +92,23 @@ func (l *lake) archiveAt(t *testing.T, p uint32, first, last uint64, extra bool,
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return l.put(t, p, first, last, out.Bytes())
+}
+
+// put archives body as partition p's object of first..last and lists it
+// (once, when put again) for the Backlog.
+func (l *lake) put(t *testing.T, p uint32, first, last uint64, body []byte) icetable.Item {
+	t.Helper()
 	key := l.names.Partition("app", "logs", p).Object(first, last, 0)
-	if _, err := l.s3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(out.Bytes())}); err != nil {
+	if _, err := l.s3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 		t.Fatal(err)
 	}
 	it := icetable.Item{Key: key, First: first, Last: last, Data: true}
 	id := icetable.PartitionID{Stream: "app", Topic: "logs", Partition: p}
 	l.mu.Lock()
-	l.objects[id] = append(l.objects[id], it)
+	if objs := l.objects[id]; len(objs) == 0 || objs[len(objs)-1].Key != key {
+		l.objects[id] = append(objs, it)
+	}
 	l.mu.Unlock()
 	return it
 }

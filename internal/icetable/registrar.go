@@ -321,9 +321,17 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		paths[i] = r.Path(f.Key)
 	}
 	var schemas []*iceberg.Schema
+	var fs iceio.IO
 	if len(paths) > 0 {
-		var err error
-		if schemas, err = r.fileSchemas(cctx, paths); err != nil {
+		// The data files are read with an IO of their own: the table's is
+		// bound to the bucket of its location, and the sink's objects may
+		// lie in another. Each footer is fetched once, for both reads.
+		inner, err := iceio.LoadFS(cctx, r.FileProps, paths[0])
+		if err != nil {
+			return fmt.Errorf("open the files' store: %w", err)
+		}
+		fs = newFooterIO(inner)
+		if schemas, err = r.fileSchemas(fs, paths); err != nil {
 			return err
 		}
 	}
@@ -357,9 +365,6 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		return err
 	}
 	if len(paths) > 0 {
-		// The data files are read with an IO of their own: the table's is
-		// bound to the bucket of its location, and the sink's objects may
-		// lie in another.
 		sc, err := tx.UpdateSchema(true, false).Apply()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrSchema, err)
@@ -367,10 +372,6 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		spec, unpartitioned, err := r.partitionSpec(tx, tbl, sc)
 		if err != nil {
 			return err
-		}
-		fs, err := iceio.LoadFS(cctx, r.FileProps, paths[0])
-		if err != nil {
-			return fmt.Errorf("open the files' store: %w", err)
 		}
 		dfs := make([]iceberg.DataFile, len(paths))
 		err = forEach(len(paths), func(i int) error {
@@ -477,13 +478,9 @@ var ErrSchema = errors.New("icetable: the files' columns do not fit the table's 
 
 // fileSchemas reads each file's footer for its columns, as Iceberg
 // schemas without field ids (one per distinct file schema).
-func (r *Registrar) fileSchemas(ctx context.Context, paths []string) ([]*iceberg.Schema, error) {
-	fs, err := iceio.LoadFS(ctx, r.FileProps, paths[0])
-	if err != nil {
-		return nil, fmt.Errorf("open the files' store: %w", err)
-	}
+func (r *Registrar) fileSchemas(fs iceio.IO, paths []string) ([]*iceberg.Schema, error) {
 	arrow := make([]*arrowSchema, len(paths))
-	err = forEach(len(paths), func(i int) error {
+	err := forEach(len(paths), func(i int) error {
 		f, err := fs.Open(paths[i])
 		if err != nil {
 			return fmt.Errorf("open %s: %w", paths[i], err)

@@ -95,14 +95,7 @@ func BenchmarkIcebergDrain(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				for p := 0; p < parts; p++ {
-					for n := 0; n < perPartition; n++ {
-						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, next[p], 1024), nil); err != nil {
-							b.Fatal(err)
-						}
-						next[p]++
-					}
-				}
+				appendRound(b, br, topic, perPartition, next)
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {

@@ -68,14 +68,7 @@ func BenchmarkDrain(b *testing.B) {
 			next := make([]int, parts)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				for p := 0; p < parts; p++ {
-					for n := 0; n < perPartition; n++ {
-						if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, next[p], 1024), nil); err != nil {
-							b.Fatal(err)
-						}
-						next[p]++
-					}
-				}
+				appendRound(b, br, topic, perPartition, next)
 				set := map[string]string{
 					"IGGY_ADDRESS": br.Addr(), "IGGY_USERNAME": iggyUser, "IGGY_PASSWORD": iggyPassword,
 					"SINK_STREAM": "app", "SINK_TOPICS": topic, "SINK_BUCKET": bucket, "SINK_REGION": s3srv.Region,
@@ -138,6 +131,20 @@ func BenchmarkPutObject(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := up.Put(context.Background(), s3store.Object{Key: fmt.Sprintf("put/%d.jsonl", i)}, body.Bytes()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// appendRound appends perPartition 1 KiB JSON messages to each partition
+// of app/topic; next[p] numbers partition p's messages across rounds.
+func appendRound(b *testing.B, br *iggytest.Broker, topic string, perPartition int, next []int) {
+	b.Helper()
+	for p := range next {
+		for range perPartition {
+			if _, err := br.Append("app", topic, uint32(p), jsonPayload(p, next[p], 1024), nil); err != nil {
+				b.Fatal(err)
+			}
+			next[p]++
 		}
 	}
 }

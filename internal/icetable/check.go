@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
@@ -55,15 +56,14 @@ func (r *Registrar) checkTable(ctx context.Context, name string, ids []Partition
 	}
 	count := map[string]int{}
 	var files []string
-	if tbl.CurrentSnapshot() != nil {
-		cctx, cancel := r.call(ctx)
-		tasks, err := tbl.Scan().PlanFiles(cctx)
-		cancel()
+	if snap := tbl.CurrentSnapshot(); snap != nil {
+		// The manifests, not a scan: a scan passes over data files of no
+		// rows (an object whose every record went to the error object).
+		paths, err := dataFiles(ctx, r, tbl, snap)
 		if err != nil {
 			return rep, fmt.Errorf("icetable: table %s: read its data files: %w", name, err)
 		}
-		for _, task := range tasks {
-			p := task.File.FilePath()
+		for _, p := range paths {
 			if count[p] == 0 {
 				files = append(files, p)
 			}
@@ -113,4 +113,33 @@ func (r *Registrar) checkTable(ctx context.Context, name string, ids []Partition
 		}
 	}
 	return rep, nil
+}
+
+// dataFiles lists the live data files of the table's snapshot, once per
+// manifest entry.
+func dataFiles(ctx context.Context, r *Registrar, tbl *table.Table, snap *table.Snapshot) ([]string, error) {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	fsys, err := tbl.FS(cctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := m.FetchEntries(fsys, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, e.DataFile().FilePath())
+		}
+	}
+	return out, nil
 }

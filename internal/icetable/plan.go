@@ -7,9 +7,9 @@ type Item struct {
 	Key         string
 	Generation  uint32
 	First, Last uint64
-	// Data is set for a data object with rows: it is registered. Gap
-	// markers and empty objects (every record rejected) only advance the
-	// position.
+	// Data is set for a data object: it is registered (a Parquet file of
+	// no rows, every record rejected, too). Gap markers and objects of no
+	// bytes only advance the position.
 	Data bool
 }
 

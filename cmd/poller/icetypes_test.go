@@ -17,17 +17,13 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
-// TestIcebergTypeChangeGoesToTheErrorObject (issue 22): after the table
-// has n as a long, messages whose n has a fraction go to the error object,
-// not into a file the table cannot take; and a new column two partitions
-// bring with different types in one run takes the type of the first, the
-// other partition's values that do not fit going to the error object.
-// Every message is then in the table or in an error object, exactly
-// once, pyiceberg reads the rest with their values, and the audit is clean.
-func TestIcebergTypeChangeGoesToTheErrorObject(t *testing.T) {
+// restTableStack is a stack whose topic app/<topic> goes into a table on
+// Apache Iceberg's REST catalog, 50 messages per Parquet object: the
+// poller's environment and pyiceberg's (readIceberg).
+func restTableStack(t *testing.T, topic string, partitions int) (*stack, []string, map[string]string) {
+	t.Helper()
 	testenv.PyIceberg(t)
 	st := newStack(t, 0)
-	const topic, partitions = "types", 2
 	if _, err := st.broker.CreateTopic("app", topic, partitions); err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +33,19 @@ func TestIcebergTypeChangeGoesToTheErrorObject(t *testing.T) {
 		"SINK_ICEBERG_CATALOG_URI="+rest.Endpoint)
 	reader := map[string]string{"CATALOG": "rest", "URI": rest.Endpoint, "S3_ENDPOINT": st.s3.Endpoint, "S3_ACCESS_KEY": st.s3.AccessKey,
 		"S3_SECRET_KEY": st.s3.SecretKey, "NAMESPACE": "iggy", "TABLE": "app_" + topic}
+	return st, env, reader
+}
+
+// TestIcebergTypeChangeGoesToTheErrorObject (issue 22): after the table
+// has n as a long, messages whose n has a fraction go to the error object,
+// not into a file the table cannot take; and a new column two partitions
+// bring with different types in one run takes the type of the first, the
+// other partition's values that do not fit going to the error object.
+// Every message is then in the table or in an error object, exactly
+// once, pyiceberg reads the rest with their values, and the audit is clean.
+func TestIcebergTypeChangeGoesToTheErrorObject(t *testing.T) {
+	const topic, partitions = "types", 2
+	st, env, reader := restTableStack(t, topic, partitions)
 	produced := map[[2]uint64]string{}
 	appendAll := func(p uint32, payloads []string) {
 		for _, pl := range payloads {
@@ -155,16 +164,8 @@ func TestIcebergTypeChangeGoesToTheErrorObject(t *testing.T) {
 // over such files), finds it there: clean. Found in CI, where the run
 // order of TestIcebergTypeChangeGoesToTheErrorObject made one.
 func TestIcebergObjectOfNoRows(t *testing.T) {
-	testenv.PyIceberg(t)
-	st := newStack(t, 0)
 	const topic = "norows"
-	if _, err := st.broker.CreateTopic("app", topic, 1); err != nil {
-		t.Fatal(err)
-	}
-	rest := testenv.StartIcebergREST(t, st.s3, "s3://poller/p/_iceberg")
-	env := append(append([]string{}, st.env...), "SINK_TOPICS="+topic, "SINK_OUTPUT_FORMAT=parquet", "SINK_COMPRESSION=none",
-		"SINK_FILE_ROTATION=messages", "SINK_MAX_MESSAGES_PER_FILE=50", "SINK_TABLE_FORMAT=iceberg", "SINK_ICEBERG_CATALOG=rest",
-		"SINK_ICEBERG_CATALOG_URI="+rest.Endpoint)
+	st, env, reader := restTableStack(t, topic, 1)
 	bin := buildPoller(t)
 	for round, format := range []string{`{"n":%d}`, `{"n":"s%d"}`} { // then n as strings: every record rejected
 		for i := range 50 {
@@ -175,8 +176,7 @@ func TestIcebergObjectOfNoRows(t *testing.T) {
 		drainAll(t, bin, env)
 		t.Logf("round %d drained", round)
 	}
-	tbl := readIceberg(t, map[string]string{"CATALOG": "rest", "URI": rest.Endpoint, "S3_ENDPOINT": st.s3.Endpoint, "S3_ACCESS_KEY": st.s3.AccessKey,
-		"S3_SECRET_KEY": st.s3.SecretKey, "NAMESPACE": "iggy", "TABLE": "app_" + topic}, "offset,n")
+	tbl := readIceberg(t, reader, "offset,n")
 	if len(tbl.Rows) != 50 {
 		t.Fatalf("the table holds %d rows, want the first round's 50", len(tbl.Rows))
 	}

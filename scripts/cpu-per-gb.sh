@@ -5,6 +5,9 @@
 # REV defaults to HEAD, so uncommitted changes are measured against the
 # last commit. Prints the benchmark line with cpu-s/GB, baseline-cpu-s/GB
 # and cpu-ratio (this / baseline); BENCHTIME sets the iterations (3x).
+# BENCH_BASELINE_PROTOCOL=0.8 drains the baseline through the 0.8 protocol
+# (builds from before the 0.9 client speak nothing else) and this tree
+# through IGGY_TEST_PROTOCOL (0.9 by default).
 # Needs the test tools (make tools py-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."

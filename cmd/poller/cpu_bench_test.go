@@ -31,6 +31,11 @@ import (
 // reports the baseline's figures and the ratio cpu-s/GB this/baseline:
 //
 //	go test ./cmd/poller -run '^$' -bench PollerOnce -benchtime 3x
+//
+// The broker speaks IGGY_TEST_PROTOCOL (0.9 by default) to this tree's
+// poller; BENCH_BASELINE_PROTOCOL gives the baseline a broker of its own
+// in that protocol: a build from before the 0.9 client speaks only 0.8, so
+// "this on 0.9, baseline on 0.8" compares what each drains in production.
 func BenchmarkPollerOnce(b *testing.B) {
 	messages := 200_000
 	if v := os.Getenv("BENCH_MESSAGES"); v != "" {
@@ -38,17 +43,18 @@ func BenchmarkPollerOnce(b *testing.B) {
 			b.Fatalf("BENCH_MESSAGES=%q: want a positive number", v)
 		}
 	}
-	pollers := []struct{ name, path string }{{"this", buildPoller(b)}}
+	type poller struct {
+		name, path string
+		broker     *iggytest.Broker
+	}
+	this := iggyadmin.BrokerProtocol(b)
+	pollers := []poller{{"this", buildPoller(b), benchBroker(b, this)}}
 	if base := os.Getenv("BENCH_BASELINE_POLLER"); base != "" {
-		pollers = append(pollers, struct{ name, path string }{"baseline", base})
-	}
-	br, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(iggyadmin.BrokerProtocol(b)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	if _, err := br.CreateStream("bench"); err != nil {
-		b.Fatal(err)
+		br := pollers[0].broker
+		if p := os.Getenv("BENCH_BASELINE_PROTOCOL"); p != "" && p != this {
+			br = benchBroker(b, p)
+		}
+		pollers = append(pollers, poller{"baseline", base, br})
 	}
 	s3srv := testenv.StartVersity(b)
 	s3srv.CreateBucket(b, "bench")
@@ -58,7 +64,7 @@ func BenchmarkPollerOnce(b *testing.B) {
 		"AWS_ENDPOINT_URL_DYNAMODB="+moto.Endpoint,
 		"SINK_BUCKET=bench", "SINK_ENDPOINT="+s3srv.Endpoint, "SINK_ACCESS_KEY_ID="+s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY="+s3srv.SecretKey,
 		"SINK_STREAM=bench", "SINK_MAX_FILE_SIZE=8MiB", "SINK_MAX_FILE_AGE=1ms", "SINK_RUN_TIMEOUT=10m",
-		"IGGY_ADDRESS="+br.Addr(), "SINK_STATE_TABLE=bench-state")
+		"SINK_STATE_TABLE=bench-state")
 
 	type total struct {
 		cpu, wall time.Duration
@@ -72,9 +78,9 @@ func BenchmarkPollerOnce(b *testing.B) {
 			p := pollers[k]
 			b.StopTimer()
 			topic := fmt.Sprintf("%s-%d", p.name, i)
-			feedTopic(b, br, topic, messages)
+			feedTopic(b, p.broker, topic, messages)
 			b.StartTimer()
-			cpu, wall, n := runOnce(b, p.path, append(env, "SINK_TOPICS="+topic))
+			cpu, wall, n := runOnce(b, p.path, append(env, "SINK_TOPICS="+topic, "IGGY_ADDRESS="+p.broker.Addr()))
 			totals[k].cpu += cpu
 			totals[k].wall += wall
 			totals[k].bytes += n
@@ -90,6 +96,20 @@ func BenchmarkPollerOnce(b *testing.B) {
 		b.ReportMetric(float64(totals[1].bytes)/1e6/totals[1].wall.Seconds(), "baseline-MB/s-wall")
 		b.ReportMetric(perGB(totals[0])/perGB(totals[1]), "cpu-ratio")
 	}
+}
+
+// benchBroker starts a broker pinned to protocol, with the stream "bench".
+func benchBroker(b *testing.B, protocol string) *iggytest.Broker {
+	b.Helper()
+	br, err := iggytest.Start(iggytest.WithLogger(slog.New(slog.DiscardHandler)), iggytest.WithProtocol(protocol))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { br.Close() })
+	if _, err := br.CreateStream("bench"); err != nil {
+		b.Fatal(err)
+	}
+	return br
 }
 
 // feedTopic creates topic with 4 partitions holding messages 1 KiB JSON

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +25,15 @@ import (
 // partitions, BENCH_MESSAGES (200,000) JSON messages of 1 KiB — into the
 // in-repo broker, and the poller drains it into versitygw with its state
 // on moto_server, over plain HTTP (so payloads are signed), 8 MiB objects.
+// Each poller also drains a topic of fixedMessages, untimed: fixed-cpu-ms
+// is that run's CPU, what every run costs whatever it archives, and
+// marginal-cpu-s/GB what the large run spent beyond it, per GB.
 //
 // With BENCH_BASELINE_POLLER naming another build of the poller (say, of an
 // earlier commit: scripts/cpu-per-gb.sh builds one), each iteration runs
 // both on topics of their own, in alternating order, and the benchmark also
-// reports the baseline's figures and the ratio cpu-s/GB this/baseline:
+// reports the baseline's figures and the ratio cpu-s/GB this/baseline (of
+// the totals, and the median, least and greatest of each iteration's):
 //
 //	go test ./cmd/poller -run '^$' -bench PollerOnce -benchtime 3x
 //
@@ -69,6 +74,8 @@ func BenchmarkPollerOnce(b *testing.B) {
 	type total struct {
 		cpu, wall time.Duration
 		bytes     uint64
+		fixed     time.Duration // the runs of a topic of fixedMessages
+		perGB     []float64     // each iteration's cpu-s/GB
 	}
 	totals := make([]total, len(pollers))
 	b.ResetTimer()
@@ -79,24 +86,55 @@ func BenchmarkPollerOnce(b *testing.B) {
 			b.StopTimer()
 			topic := fmt.Sprintf("%s-%d", p.name, i)
 			feedTopic(b, p.broker, topic, messages)
+			feedTopic(b, p.broker, topic+"-small", fixedMessages)
 			b.StartTimer()
 			cpu, wall, n := runOnce(b, p.path, append(env, "SINK_TOPICS="+topic, "IGGY_ADDRESS="+p.broker.Addr()))
-			totals[k].cpu += cpu
-			totals[k].wall += wall
-			totals[k].bytes += n
+			b.StopTimer()
+			fixed, _, _ := runOnce(b, p.path, append(env, "SINK_TOPICS="+topic+"-small", "IGGY_ADDRESS="+p.broker.Addr()))
+			b.StartTimer()
+			t := &totals[k]
+			t.cpu += cpu
+			t.wall += wall
+			t.bytes += n
+			t.fixed += fixed
+			t.perGB = append(t.perGB, cpu.Seconds()/(float64(n)/1e9))
 		}
 	}
 	b.StopTimer()
 	perGB := func(t total) float64 { return t.cpu.Seconds() / (float64(t.bytes) / 1e9) }
+	marginal := func(t total) float64 { return (t.cpu - t.fixed).Seconds() / (float64(t.bytes) / 1e9) }
+	fixedMS := func(t total) float64 { return float64(t.fixed.Milliseconds()) / float64(b.N) }
 	b.SetBytes(int64(totals[0].bytes) / int64(b.N))
 	b.ReportMetric(perGB(totals[0]), "cpu-s/GB")
+	b.ReportMetric(fixedMS(totals[0]), "fixed-cpu-ms")
+	b.ReportMetric(marginal(totals[0]), "marginal-cpu-s/GB")
 	b.ReportMetric(float64(totals[0].bytes)/1e6/totals[0].wall.Seconds(), "MB/s-wall")
 	if len(totals) > 1 {
-		b.ReportMetric(perGB(totals[1]), "baseline-cpu-s/GB")
-		b.ReportMetric(float64(totals[1].bytes)/1e6/totals[1].wall.Seconds(), "baseline-MB/s-wall")
-		b.ReportMetric(perGB(totals[0])/perGB(totals[1]), "cpu-ratio")
+		this, base := totals[0], totals[1]
+		b.ReportMetric(perGB(base), "baseline-cpu-s/GB")
+		b.ReportMetric(fixedMS(base), "baseline-fixed-cpu-ms")
+		b.ReportMetric(marginal(base), "baseline-marginal-cpu-s/GB")
+		b.ReportMetric(float64(base.bytes)/1e6/base.wall.Seconds(), "baseline-MB/s-wall")
+		b.ReportMetric(perGB(this)/perGB(base), "cpu-ratio")
+		b.ReportMetric(marginal(this)/marginal(base), "marginal-cpu-ratio")
+		// The machine's speed drifts over a long benchmark; the two runs of
+		// one iteration go back to back, so their ratio drifts less.
+		ratios := make([]float64, b.N)
+		for i := range ratios {
+			ratios[i] = this.perGB[i] / base.perGB[i]
+		}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "cpu-ratio-median")
+		b.ReportMetric(ratios[0], "cpu-ratio-min")
+		b.ReportMetric(ratios[len(ratios)-1], "cpu-ratio-max")
 	}
 }
+
+// fixedMessages is the size of the topic whose runs measure what a run
+// costs whatever it archives (start-up, connections, the lease, one small
+// object): a Lambda pays it once per invocation, the process start-up
+// only on a cold start.
+const fixedMessages = 100
 
 // benchBroker starts a broker pinned to protocol, with the stream "bench".
 func benchBroker(b *testing.B, protocol string) *iggytest.Broker {

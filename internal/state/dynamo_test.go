@@ -46,7 +46,7 @@ func serveMinidyn(tb testing.TB) string {
 }
 
 // startMoto runs moto_server on a free loopback port until the test ends.
-func startMoto(t *testing.T) *dynamodb.Client {
+func startMoto(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	bin, err := exec.LookPath("moto_server")
 	if err != nil {

@@ -292,7 +292,7 @@ func (s *Sink) explainDynamo(table string, err error) error {
 	case code == "UnrecognizedClientException" || code == "InvalidSignatureException":
 		why = "DynamoDB rejected the AWS credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
 	case code == "AccessDeniedException" || status == 403:
-		why = fmt.Sprintf("access denied: the credentials need dynamodb:DescribeTable, GetItem and UpdateItem on table %q", table)
+		why = fmt.Sprintf("access denied: the credentials need dynamodb:DescribeTable, GetItem, PutItem and UpdateItem on table %q", table)
 	case isNetError(err):
 		why = fmt.Sprintf("no DynamoDB answers at %s", dynamoWhere(s.Config.Plugin.Region))
 	default:

@@ -88,14 +88,14 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				before := ddb.count("UpdateItem")
+				before := ddb.writes()
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				writes += ddb.count("UpdateItem") - before
+				writes += ddb.writes() - before
 				b.StartTimer()
 				bytesOut += sum.Bytes
 				msgs += sum.Messages

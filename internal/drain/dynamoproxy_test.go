@@ -13,11 +13,11 @@ import (
 )
 
 // dynamoProxy sits in front of a DynamoDB endpoint, counts requests by
-// operation, and loses replies: an UpdateItem it picks is applied but
-// answered with a 500, and the client's retries of it fail until the client
-// reads the item back — a write whose every reply was lost. It picks the
-// next UpdateItem after loseNext, and, at setRate's rate, any UpdateItem
-// (half of those lose their reply, half fail without applying).
+// operation, and loses replies: a write (UpdateItem or PutItem) it picks is
+// applied but answered with a 500, and the client's retries of it fail
+// until the client reads the item back — a write whose every reply was
+// lost. It picks the next write after loseNext, and, at setRate's rate, any
+// write (half of those lose their reply, half fail without applying).
 type dynamoProxy struct {
 	url string
 	rp  *httputil.ReverseProxy
@@ -26,7 +26,7 @@ type dynamoProxy struct {
 	ops   map[string]int
 	rate  int
 	rng   *rand.Rand
-	armed bool // lose the next UpdateItem's reply
+	armed bool // lose the next write's reply
 	lose  bool // failing the retries of a write that applied
 }
 
@@ -54,10 +54,12 @@ func (p *dynamoProxy) loseNext() {
 	p.armed = true
 }
 
-func (p *dynamoProxy) count(op string) int {
+// writes counts the state writes: Acquire's UpdateItem and the PutItems
+// of the rest.
+func (p *dynamoProxy) writes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ops[op]
+	return p.ops["UpdateItem"] + p.ops["PutItem"]
 }
 
 func (p *dynamoProxy) decide(op string) string {
@@ -67,7 +69,7 @@ func (p *dynamoProxy) decide(op string) string {
 	switch n := p.rng.IntN(100); {
 	case op == "GetItem":
 		p.lose = false
-	case op != "UpdateItem":
+	case op != "UpdateItem" && op != "PutItem":
 	case p.lose:
 		return "fail"
 	case p.armed || n < p.rate/2:

@@ -396,12 +396,12 @@ func TestOneStateWritePerObject(t *testing.T) {
 		set["SINK_FILE_ROTATION"] = "messages"
 		set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
 		s := w.sink(w.config(set), app.Options{})
-		before := proxy.count("UpdateItem")
+		before := proxy.writes()
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		writes := proxy.count("UpdateItem") - before
+		writes := proxy.writes() - before
 		// Per run: acquire, record the incarnation, the first intent, one
 		// write per object, release.
 		if sum.Objects != 40 || writes > int(sum.Objects)+4 {

@@ -22,6 +22,9 @@
 //	write_id      S     random id of the last write but Acquire; recognises a retried write that already applied,
 //	                    and, read back after an error, a write whose every reply was lost
 //
+// Acquire is a conditional UpdateItem (it may find no item, or another owner's expired one); every
+// other write stores the whole item in a PutItem conditioned on owner, version and intent key, so a
+// write is one short condition, and attributes this version does not know are kept as they were.
 // Cleared attributes are overwritten with ""/0 instead of removed (minidyn ignores top-level REMOVE).
 // Times are kept at millisecond precision by both stores, so Memory and Dynamo return identical States.
 package state

@@ -111,6 +111,7 @@ func TestDynamoMinidyn(t *testing.T) {
 	})
 	t.Run("Table", func(t *testing.T) { runTableSuite(t, client) })
 	t.Run("ItemLayout", func(t *testing.T) { checkItemLayout(t, client) })
+	t.Run("UnknownAttributesKept", func(t *testing.T) { checkUnknownKept(t, client) })
 }
 
 func TestDynamoMoto(t *testing.T) {
@@ -124,6 +125,7 @@ func TestDynamoMoto(t *testing.T) {
 	})
 	t.Run("Table", func(t *testing.T) { runTableSuite(t, client) })
 	t.Run("ItemLayout", func(t *testing.T) { checkItemLayout(t, client) })
+	t.Run("UnknownAttributesKept", func(t *testing.T) { checkUnknownKept(t, client) })
 }
 
 func runTableSuite(t *testing.T, client *dynamodb.Client) {

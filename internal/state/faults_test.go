@@ -151,7 +151,7 @@ func TestDynamoLostReplyIsNotLost(t *testing.T) {
 			}
 			updates := 0
 			proxy.setFault(func(op string, n int) fault {
-				if op != "UpdateItem" {
+				if op != "PutItem" { // the writes after Acquire
 					return pass
 				}
 				updates++
@@ -212,7 +212,7 @@ func TestDynamoAmbiguousWriteIsReadBack(t *testing.T) {
 			}
 			proxy.setFault(func(op string, n int) fault {
 				switch {
-				case op != "UpdateItem":
+				case op != "PutItem":
 					return pass
 				case n == 1 && applies:
 					return loseReply
@@ -222,8 +222,8 @@ func TestDynamoAmbiguousWriteIsReadBack(t *testing.T) {
 			})
 			in := Intent{First: 0, Last: 9, ObjectKey: "k"}
 			got, err := d.SetIntent(ctx, s, in, ttl)
-			if proxy.requests("UpdateItem") != faultAttempts {
-				t.Fatalf("%d UpdateItem attempts, want %d", proxy.requests("UpdateItem"), faultAttempts)
+			if proxy.requests("PutItem") != faultAttempts {
+				t.Fatalf("%d PutItem attempts, want %d", proxy.requests("PutItem"), faultAttempts)
 			}
 			proxy.setFault(nil)
 			stored, _, gerr := d.Get(ctx, testKey)
@@ -303,8 +303,9 @@ func TestDynamoPersistentErrorNamesTableAndKey(t *testing.T) {
 			}
 		})
 	}
-	if got, want := proxy.requests("UpdateItem"), 3*faultAttempts; got != want {
-		t.Errorf("UpdateItem sent %d times for 3 writes, want %d (the SDK's retries)", got, want)
+	// Acquire is an UpdateItem, renew and release are PutItems.
+	if got, want := proxy.requests("UpdateItem")+proxy.requests("PutItem"), 3*faultAttempts; got != want {
+		t.Errorf("%d writes sent for 3 write calls, want %d (the SDK's retries)", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -34,6 +35,61 @@ const (
 	attrFromStream  = "carried_from_stream"
 	attrFromTopic   = "carried_from_topic"
 )
+
+// known are the attributes decodeItem reads (and write_id); the rest of an
+// item is carried through writes unchanged.
+var known = map[string]bool{
+	attrPK: true, attrGroup: true, attrStream: true, attrTopic: true, attrPartition: true, attrOwner: true,
+	attrExpires: true, attrVersion: true, attrHasWritten: true, attrLastWritten: true, attrIntentFirst: true,
+	attrIntentLast: true, attrIntentKey: true, attrObjects: true, attrMessages: true, attrBytes: true,
+	attrGapMessages: true, attrUpdatedAt: true, attrWriteID: true, attrIncarnation: true, attrGeneration: true,
+	attrLastTS: true, attrIntentTS: true, attrFromStream: true, attrFromTopic: true,
+}
+
+// encodeItem is the whole item that stores s, with writeID as the write's
+// id: every attribute decodeItem reads (cleared ones as ""/0; the
+// incarnation, generation and carried-from names only once recorded), and
+// the attributes s carried from the item it was read from.
+func encodeItem(s State, writeID string) map[string]types.AttributeValue {
+	in := Intent{}
+	if s.Intent != nil {
+		in = *s.Intent
+	}
+	item := make(map[string]types.AttributeValue, len(known)+len(s.unknown))
+	for k, v := range s.unknown {
+		item[k] = v
+	}
+	for k, v := range map[string]types.AttributeValue{
+		attrPK: str(s.Key.ID()), attrGroup: str(s.Key.Group), attrStream: str(s.Key.Stream), attrTopic: str(s.Key.Topic),
+		attrPartition: num(uint64(s.Key.Partition)), attrOwner: str(s.Owner), attrExpires: numInt(msOf(s.LeaseExpires)),
+		attrVersion: numInt(s.Version), attrHasWritten: &types.AttributeValueMemberBOOL{Value: s.HasWritten},
+		attrLastWritten: num(s.LastWritten), attrLastTS: num(s.LastTimestamp),
+		attrIntentFirst: num(in.First), attrIntentLast: num(in.Last), attrIntentKey: str(in.ObjectKey), attrIntentTS: num(in.FirstTimestamp),
+		attrObjects: num(s.Objects), attrMessages: num(s.Messages), attrBytes: num(s.Bytes), attrGapMessages: num(s.GapMessages),
+		attrUpdatedAt: numInt(msOf(s.UpdatedAt)), attrWriteID: str(writeID),
+	} {
+		item[k] = v
+	}
+	// Absent until first recorded, as the layout in the package doc says.
+	if s.Incarnation != 0 {
+		item[attrIncarnation] = num(s.Incarnation)
+	}
+	if s.Generation != 0 {
+		item[attrGeneration] = num(uint64(s.Generation))
+	}
+	if s.CarriedFromStream != "" || s.CarriedFromTopic != "" {
+		item[attrFromStream], item[attrFromTopic] = str(s.CarriedFromStream), str(s.CarriedFromTopic)
+	}
+	return item
+}
+
+// msOf is t in Unix milliseconds; 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
 
 // decodeItem parses a stored item. Absent attributes are zero values, since items are built up by
 // ADD/SET over time; attributes of the wrong type or out of range are errors naming the attribute.
@@ -119,6 +175,14 @@ func decodeItem(item map[string]types.AttributeValue) (State, error) {
 		return State{}, fmt.Errorf("attributes %s..%s: %d is after %d", attrIntentFirst, attrIntentLast, first, last)
 	default:
 		s.Intent = &Intent{First: first, Last: last, ObjectKey: objectKey, FirstTimestamp: intentTS}
+	}
+	for k, v := range item {
+		if !known[k] {
+			if s.unknown == nil {
+				s.unknown = map[string]types.AttributeValue{}
+			}
+			s.unknown[k] = v
+		}
 	}
 	if pk != s.Key.ID() {
 		return State{}, fmt.Errorf("attribute %s %q does not match the key attributes (%s)", attrPK, pk, s.Key.ID())

@@ -67,69 +67,42 @@ func (m *Memory) held(op string, s State) (State, error) {
 
 // SetIntent implements Store.
 func (m *Memory) SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error) {
-	return m.update(ctx, "set intent", s, ttl, func() error { return checkSetIntent(s, in, ttl) }, func(cur *State) {
-		cur.Intent = &in
-	})
+	return m.update(ctx, "set intent", s, ttl, func() error { return checkSetIntent(s, in, ttl) }, setIntent(in))
 }
 
 // Complete implements Store.
 func (m *Memory) Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error) {
-	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, d, ttl) }, func(cur *State) {
-		cur.LastWritten, cur.HasWritten, cur.Intent, cur.LastTimestamp = cur.Intent.Last, true, nil, d.LastTimestamp
-		if d.Next != nil {
-			next := *d.Next
-			cur.Intent = &next
-		}
-		cur.Objects++
-		cur.Messages += d.Messages
-		cur.Bytes += d.Bytes
-		cur.GapMessages += d.GapMessages
-	})
+	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, d, ttl) }, complete(d))
 }
 
 // Abandon implements Store.
 func (m *Memory) Abandon(ctx context.Context, s State, ttl time.Duration) (State, error) {
-	return m.update(ctx, "abandon", s, ttl, func() error { return checkAbandon(s, ttl) }, func(cur *State) {
-		cur.Intent = nil
-	})
+	return m.update(ctx, "abandon", s, ttl, func() error { return checkAbandon(s, ttl) }, abandon)
 }
 
 // Skip implements Store.
 func (m *Memory) Skip(ctx context.Context, s State, lastWritten, gapMessages uint64, ttl time.Duration) (State, error) {
-	return m.update(ctx, "skip", s, ttl, func() error { return checkSkip(s, lastWritten, ttl) }, func(cur *State) {
-		cur.LastWritten, cur.HasWritten, cur.LastTimestamp = lastWritten, true, 0
-		cur.GapMessages += gapMessages
-	})
+	return m.update(ctx, "skip", s, ttl, func() error { return checkSkip(s, lastWritten, ttl) }, skip(lastWritten, gapMessages))
 }
 
 // Adopt implements Store.
 func (m *Memory) Adopt(ctx context.Context, s State, incarnation uint64, ttl time.Duration) (State, error) {
-	return m.update(ctx, "adopt", s, ttl, func() error { return checkIncarnation("adopt", s, incarnation, ttl) }, func(cur *State) {
-		cur.Incarnation = incarnation
-	})
+	return m.update(ctx, "adopt", s, ttl, func() error { return checkIncarnation("adopt", s, incarnation, ttl) }, adopt(incarnation))
 }
 
 // Reset implements Store.
 func (m *Memory) Reset(ctx context.Context, s State, incarnation uint64, generation uint32, ttl time.Duration) (State, error) {
-	return m.update(ctx, "reset", s, ttl, func() error { return checkReset(s, incarnation, generation, ttl) }, func(cur *State) {
-		cur.Incarnation, cur.Generation = incarnation, generation
-		cur.HasWritten, cur.LastWritten, cur.LastTimestamp, cur.Intent = false, 0, 0, nil
-	})
+	return m.update(ctx, "reset", s, ttl, func() error { return checkReset(s, incarnation, generation, ttl) }, reset(incarnation, generation))
 }
 
 // CarryOver implements Store.
 func (m *Memory) CarryOver(ctx context.Context, s State, from Carried, ttl time.Duration) (State, error) {
-	return m.update(ctx, "carry over", s, ttl, func() error { return checkCarryOver(s, from, ttl) }, func(cur *State) {
-		cur.HasWritten, cur.LastWritten, cur.LastTimestamp = from.HasWritten, from.LastWritten, from.LastTimestamp
-		cur.Incarnation, cur.Generation = from.Incarnation, from.Generation
-		cur.Objects, cur.Messages, cur.Bytes, cur.GapMessages = from.Objects, from.Messages, from.Bytes, from.GapMessages
-		cur.CarriedFromStream, cur.CarriedFromTopic = from.FromStream, from.FromTopic
-	})
+	return m.update(ctx, "carry over", s, ttl, func() error { return checkCarryOver(s, from, ttl) }, carryOver(from))
 }
 
 // Renew implements Store.
 func (m *Memory) Renew(ctx context.Context, s State, ttl time.Duration) (State, error) {
-	return m.update(ctx, "renew", s, ttl, func() error { return checkHeld("renew", s, ttl) }, func(*State) {})
+	return m.update(ctx, "renew", s, ttl, func() error { return checkHeld("renew", s, ttl) }, renew)
 }
 
 // update checks s, then applies the change if s still holds the lease at its version and the stored
@@ -175,7 +148,7 @@ func (m *Memory) Release(ctx context.Context, s State) error {
 		logReleaseLost(ctx, s, err)
 		return nil
 	}
-	cur.Owner, cur.LeaseExpires = "", time.Time{}
+	release(&cur)
 	m.store(cur, m.now().UnixMilli(), 0)
 	return nil
 }

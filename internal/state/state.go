@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Intent is an object the run is about to upload: offsets First..Last (inclusive) under ObjectKey.
@@ -56,6 +58,11 @@ type State struct {
 	CarriedFromStream, CarriedFromTopic string
 
 	UpdatedAt time.Time
+
+	// unknown holds the attributes of the stored item this version does not
+	// know (a later version's), so that a write, which stores the whole
+	// item, keeps them. Read-only once decoded.
+	unknown map[string]types.AttributeValue
 }
 
 // Done is what a completed object added.
@@ -283,3 +290,53 @@ func checkCarryOver(s State, from Carried, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// The changes the writes make, shared by both stores so that they record
+// the same State for the same call.
+
+func setIntent(in Intent) func(*State) { return func(s *State) { s.Intent = &in } }
+
+func complete(d Done) func(*State) {
+	return func(s *State) {
+		s.LastWritten, s.HasWritten, s.Intent, s.LastTimestamp = s.Intent.Last, true, nil, d.LastTimestamp
+		if d.Next != nil {
+			next := *d.Next
+			s.Intent = &next
+		}
+		s.Objects++
+		s.Messages += d.Messages
+		s.Bytes += d.Bytes
+		s.GapMessages += d.GapMessages
+	}
+}
+
+func abandon(s *State) { s.Intent = nil }
+
+func skip(lastWritten, gapMessages uint64) func(*State) {
+	return func(s *State) {
+		s.LastWritten, s.HasWritten, s.LastTimestamp = lastWritten, true, 0
+		s.GapMessages += gapMessages
+	}
+}
+
+func adopt(incarnation uint64) func(*State) { return func(s *State) { s.Incarnation = incarnation } }
+
+func reset(incarnation uint64, generation uint32) func(*State) {
+	return func(s *State) {
+		s.Incarnation, s.Generation = incarnation, generation
+		s.HasWritten, s.LastWritten, s.LastTimestamp, s.Intent = false, 0, 0, nil
+	}
+}
+
+func carryOver(from Carried) func(*State) {
+	return func(s *State) {
+		s.HasWritten, s.LastWritten, s.LastTimestamp = from.HasWritten, from.LastWritten, from.LastTimestamp
+		s.Incarnation, s.Generation = from.Incarnation, from.Generation
+		s.Objects, s.Messages, s.Bytes, s.GapMessages = from.Objects, from.Messages, from.Bytes, from.GapMessages
+		s.CarriedFromStream, s.CarriedFromTopic = from.FromStream, from.FromTopic
+	}
+}
+
+func renew(*State) {}
+
+func release(s *State) { s.Owner, s.LeaseExpires = "", time.Time{} }

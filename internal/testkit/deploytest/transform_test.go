@@ -428,6 +428,7 @@ func checkIAM(t *testing.T, s *stack, sc deployScenario) {
 		"s3:ListBucket":                 {sc.bucketARN},
 		"s3:ListBucketMultipartUploads": {sc.bucketARN},
 		"dynamodb:GetItem":              {"GetAtt(StateTable.Arn)"},
+		"dynamodb:PutItem":              {"GetAtt(StateTable.Arn)"},
 		"dynamodb:UpdateItem":           {"GetAtt(StateTable.Arn)"},
 		"dynamodb:DescribeTable":        {"GetAtt(StateTable.Arn)"},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/initgc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
@@ -26,6 +27,7 @@ import (
 const cleanupMargin = 2*app.CleanupTimeout + time.Second
 
 func main() {
+	initgc.Done()
 	logger := logging.New(os.Stderr, os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_FORMAT"))
 	slog.SetDefault(logger)
 	logging.CaptureStdlib(logger)

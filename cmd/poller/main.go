@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/initgc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 )
 
@@ -153,6 +154,7 @@ func exitFor(err error) int {
 }
 
 func main() {
+	initgc.Done()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

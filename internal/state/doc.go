@@ -23,8 +23,11 @@
 //	                    and, read back after an error, a write whose every reply was lost
 //
 // Acquire is a conditional UpdateItem (it may find no item, or another owner's expired one); every
-// other write stores the whole item in a PutItem conditioned on owner, version and intent key, so a
-// write is one short condition, and attributes this version does not know are kept as they were.
+// other write stores the whole item in a PutItem conditioned on owner, version and intent, so a
+// write is one short condition, and attributes this version does not know are kept as they were
+// when the holder last read the item. So an item is edited by hand only while no lease is held
+// (lease_owner ""): an edit under a live lease that leaves version alone is undone by the
+// holder's next write.
 // Cleared attributes are overwritten with ""/0 instead of removed (minidyn ignores top-level REMOVE).
 // Times are kept at millisecond precision by both stores, so Memory and Dynamo return identical States.
 package state

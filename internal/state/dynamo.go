@@ -118,8 +118,8 @@ func (d *Dynamo) Acquire(ctx context.Context, key Key, owner string, ttl time.Du
 }
 
 // write stores the State change makes of s as a whole item, in one PutItem conditioned on s's
-// owner and version (and, but for a renewal or release, on the intent s shows): the item is then exactly s,
-// so the new one is computed here. A write is one short condition where an UpdateItem of the same
+// owner, version and intent: an unedited copy at the item's version is the item, so the new one
+// is computed here, and a copy whose intent was edited cannot overwrite the stored one. A write is one short condition where an UpdateItem of the same
 // change would be an expression of up to 15 clauses, which emulators parse slowly (moto_server:
 // 15 ms against 5 ms). Each write stores a random write_id: the SDK retries a write whose reply was
 // lost, the retry then fails its version check, and the id shows the first attempt took effect.
@@ -136,16 +136,17 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	cond := "#owner = :me AND #ver = :v"
 	vals := map[string]types.AttributeValue{":me": str(s.Owner), ":v": numInt(s.Version)}
 	attrNames := map[string]string{"#owner": attrOwner, "#ver": attrVersion}
-	if op != "renew" && op != "release" {
-		// A State the caller edited must not overwrite the item's intent.
-		attrNames["#ik"] = attrIntentKey
-		if s.Intent == nil {
-			cond += " AND (attribute_not_exists(#ik) OR #ik = :ik)"
-			vals[":ik"] = str("")
-		} else {
-			cond += " AND #ik = :ik"
-			vals[":ik"] = str(s.Intent.ObjectKey)
-		}
+	attrNames["#ik"] = attrIntentKey
+	switch {
+	case s.Intent == nil:
+		cond += " AND (attribute_not_exists(#ik) OR #ik = :ik)"
+		vals[":ik"] = str("")
+	case s.Intent.ObjectKey == "":
+		return State{}, fmt.Errorf("state: %s %s: the state passed in has an intent without an object key", op, s.Key)
+	default:
+		cond += " AND #ik = :ik AND #if = :if AND #il = :il"
+		attrNames["#if"], attrNames["#il"] = attrIntentFirst, attrIntentLast
+		vals[":ik"], vals[":if"], vals[":il"] = str(s.Intent.ObjectKey), num(s.Intent.First), num(s.Intent.Last)
 	}
 	_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(d.table),
@@ -168,8 +169,12 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	old := ccf.Item
 	if len(old) == 0 {
 		// Not every store returns the item a failed condition met (minidyn
-		// does not for PutItem): read it, to say what holds the partition.
-		if old, err = d.read(ctx, s.Key); err != nil {
+		// does not for PutItem): read it, to say what holds the partition,
+		// or that this write applied, as applied does.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ambiguityTimeout)
+		old, err = d.read(rctx, s.Key)
+		cancel()
+		if err != nil {
 			return State{}, fmt.Errorf("%w: %s %s in table %q (the item could not be read back: %w)", ErrLeaseLost, op, s.Key, d.table, err)
 		}
 		if len(old) == 0 {

@@ -48,6 +48,12 @@ func serveMinidyn(tb testing.TB) string {
 // startMoto runs moto_server on a free loopback port until the test ends.
 func startMoto(t testing.TB) *dynamodb.Client {
 	t.Helper()
+	return newDynamoClient(startMotoServer(t))
+}
+
+// startMotoServer starts a moto_server for t and returns its URL.
+func startMotoServer(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("moto_server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -86,7 +92,7 @@ func startMoto(t testing.TB) *dynamodb.Client {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return newDynamoClient(url)
+	return url
 }
 
 var tableSeq atomic.Int64

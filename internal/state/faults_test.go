@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,7 @@ import (
 	miniserver "github.com/truora/minidyn/server"
 )
 
-// faultProxy sits in front of minidyn and lets a test decide, per request, what DynamoDB "does".
+// faultProxy sits in front of minidyn (or moto_server) and lets a test decide, per request, what DynamoDB "does".
 type faultProxy struct {
 	next  http.Handler
 	mu    sync.Mutex
@@ -84,7 +86,13 @@ const faultAttempts = 4
 // minus the waiting.
 func startFaultyDynamo(t *testing.T) (*Dynamo, *faultProxy) {
 	t.Helper()
-	proxy := &faultProxy{next: miniserver.NewServer(), count: map[string]int{}}
+	return startFaultyDynamoOn(t, miniserver.NewServer())
+}
+
+// startFaultyDynamoOn is startFaultyDynamo in front of next.
+func startFaultyDynamoOn(t *testing.T, next http.Handler) (*Dynamo, *faultProxy) {
+	t.Helper()
+	proxy := &faultProxy{next: next, count: map[string]int{}}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "testtesttest", "")}
@@ -139,46 +147,66 @@ func TestDynamoLostReplyIsNotLost(t *testing.T) {
 		}},
 		{"Renew", func(d *Dynamo, s State) (State, error) { return d.Renew(ctx, s, ttl) }, func(*testing.T, State, State) {}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d, proxy := startFaultyDynamo(t)
-			s, err := d.Acquire(ctx, testKey, "run-a", ttl)
+	// minidyn returns no item when a PutItem's condition fails (the store
+	// reads it back); moto, like DynamoDB, returns it with the failure.
+	backends := []struct {
+		name string
+		next func(t *testing.T) http.Handler
+	}{
+		{"minidyn", func(*testing.T) http.Handler { return miniserver.NewServer() }},
+		{"moto", func(t *testing.T) http.Handler {
+			if testing.Short() {
+				t.Skip("starts moto_server")
+			}
+			u, err := url.Parse(startMotoServer(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s, err = d.Skip(ctx, s, 9, 0, ttl); err != nil {
-				t.Fatal(err)
-			}
-			updates := 0
-			proxy.setFault(func(op string, n int) fault {
-				if op != "PutItem" { // the writes after Acquire
+			return httputil.NewSingleHostReverseProxy(u)
+		}},
+	}
+	for _, b := range backends {
+		for _, tc := range tests {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				d, proxy := startFaultyDynamoOn(t, b.next(t))
+				s, err := d.Acquire(ctx, testKey, "run-a", ttl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, err = d.Skip(ctx, s, 9, 0, ttl); err != nil {
+					t.Fatal(err)
+				}
+				updates := 0
+				proxy.setFault(func(op string, n int) fault {
+					if op != "PutItem" { // the writes after Acquire
+						return pass
+					}
+					updates++
+					if updates%2 == 1 { // every write's first attempt applies but loses its reply
+						return loseReply
+					}
 					return pass
+				})
+				after, err := tc.write(d, s)
+				if err != nil {
+					t.Fatalf("write with a lost reply: %v", err)
 				}
-				updates++
-				if updates%2 == 1 { // every write's first attempt applies but loses its reply
-					return loseReply
+				proxy.setFault(nil)
+				stored, _, err := d.Get(ctx, testKey)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return pass
+				assertState(t, "returned vs stored", after, stored)
+				tc.check(t, s, stored)
+				writes := map[string]int64{"Complete": 2}[tc.name]
+				if writes == 0 {
+					writes = 1
+				}
+				if stored.Version != s.Version+writes {
+					t.Errorf("version %d, want %d: each write applied once", stored.Version, s.Version+writes)
+				}
 			})
-			after, err := tc.write(d, s)
-			if err != nil {
-				t.Fatalf("write with a lost reply: %v", err)
-			}
-			proxy.setFault(nil)
-			stored, _, err := d.Get(ctx, testKey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertState(t, "returned vs stored", after, stored)
-			tc.check(t, s, stored)
-			writes := map[string]int64{"Complete": 2}[tc.name]
-			if writes == 0 {
-				writes = 1
-			}
-			if stored.Version != s.Version+writes {
-				t.Errorf("version %d, want %d: each write applied once", stored.Version, s.Version+writes)
-			}
-		})
+		}
 	}
 
 	t.Run("RepeatedCallStillLost", func(t *testing.T) {

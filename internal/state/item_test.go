@@ -185,8 +185,11 @@ func checkItemLayout(t *testing.T, client *dynamodb.Client) {
 }
 
 // checkUnknownKept: every write after Acquire stores the whole item, so an
-// attribute a later version of the sink added (or an operator's) must come
-// through the writes of this version unchanged, or a rollback loses it.
+// attribute a later version of the sink added must come through the writes
+// of this version unchanged, or a rollback loses it. (What it carries is the
+// item as last read: here by Get, as a run reads it at Acquire; an edit made
+// under a live lease is undone by the holder's next write, as the package
+// doc says.)
 func checkUnknownKept(t *testing.T, client *dynamodb.Client) {
 	ctx := context.Background()
 	d := dynamoStores(client)(t, nil).(*Dynamo)

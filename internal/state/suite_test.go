@@ -391,6 +391,16 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 				_, err := st.Complete(ctx, s, Done{}, ttl)
 				return err
 			}},
+			{"complete other range under the same key", func(s State) error {
+				s.Intent = &Intent{First: 0, Last: 5, ObjectKey: "k"}
+				_, err := st.Complete(ctx, s, Done{}, ttl)
+				return err
+			}},
+			{"abandon other range under the same key", func(s State) error {
+				s.Intent = &Intent{First: 0, Last: 12, ObjectKey: "k"}
+				_, err := st.Abandon(ctx, s, ttl)
+				return err
+			}},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {

@@ -43,14 +43,10 @@ func NewDynamo(client DynamoAPI, table string, now func() time.Time) *Dynamo {
 	return &Dynamo{client: client, table: table, now: now, tablePoll: time.Second}
 }
 
-// attribute names; placeholders "#x" in expressions map to names[x].
+// attribute names of Acquire's expressions; placeholders "#x" map to names[x].
 var names = map[string]string{
 	"pk": attrPK, "grp": attrGroup, "stream": attrStream, "topic": attrTopic, "part": attrPartition,
-	"owner": attrOwner, "exp": attrExpires, "ver": attrVersion, "hw": attrHasWritten, "lw": attrLastWritten,
-	"if": attrIntentFirst, "il": attrIntentLast, "ik": attrIntentKey,
-	"objs": attrObjects, "msgs": attrMessages, "bytes": attrBytes, "gap": attrGapMessages, "upd": attrUpdatedAt, "wid": attrWriteID,
-	"inc": attrIncarnation, "gen": attrGeneration, "lts": attrLastTS, "its": attrIntentTS,
-	"cfs": attrFromStream, "cft": attrFromTopic,
+	"owner": attrOwner, "exp": attrExpires, "ver": attrVersion, "upd": attrUpdatedAt,
 }
 
 var (
@@ -119,9 +115,9 @@ func (d *Dynamo) Acquire(ctx context.Context, key Key, owner string, ttl time.Du
 
 // write stores the State change makes of s as a whole item, in one PutItem conditioned on s's
 // owner, version and intent: an unedited copy at the item's version is the item, so the new one
-// is computed here, and a copy whose intent was edited cannot overwrite the stored one. A write is one short condition where an UpdateItem of the same
-// change would be an expression of up to 15 clauses, which emulators parse slowly (moto_server:
-// 15 ms against 5 ms). Each write stores a random write_id: the SDK retries a write whose reply was
+// is computed here, and a copy whose intent was edited cannot overwrite the stored one. A write
+// is one short condition where an UpdateItem of the same change would be an expression of up to
+// 15 clauses, which emulators parse slowly (moto_server: 15 ms against 5 ms). Each write stores a random write_id: the SDK retries a write whose reply was
 // lost, the retry then fails its version check, and the id shows the first attempt took effect.
 func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duration, change func(*State)) (State, error) {
 	now := d.now().UnixMilli()
@@ -135,8 +131,7 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	item := encodeItem(next, writeID)
 	cond := "#owner = :me AND #ver = :v"
 	vals := map[string]types.AttributeValue{":me": str(s.Owner), ":v": numInt(s.Version)}
-	attrNames := map[string]string{"#owner": attrOwner, "#ver": attrVersion}
-	attrNames["#ik"] = attrIntentKey
+	attrNames := map[string]string{"#owner": attrOwner, "#ver": attrVersion, "#ik": attrIntentKey}
 	switch {
 	case s.Intent == nil:
 		cond += " AND (attribute_not_exists(#ik) OR #ik = :ik)"

@@ -5,10 +5,10 @@
 // variables (tens of megabytes, nearly all of it live), so at the default
 // GOGC the collector runs several times before main starts, marking the
 // same heap again each time: on every cold start and every `poller once`,
-// whatever the configuration. Imported for its side effect by the
-// commands, first among their imports; Go initialises it before the
-// packages that depend on nothing of it but sort after it, which the
-// command's test checks.
+// whatever the configuration. Both commands import it and call Done first
+// in main. Go initialises it before iceberg-go's table/substrait, as soon
+// as runtime/debug is; cmd/poller's TestNoCollectionDuringInit checks that
+// order and that no collection runs after it.
 package initgc
 
 import (

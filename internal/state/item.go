@@ -55,11 +55,7 @@ func encodeItem(s State, writeID string) map[string]types.AttributeValue {
 	if s.Intent != nil {
 		in = *s.Intent
 	}
-	item := make(map[string]types.AttributeValue, len(known)+len(s.unknown))
-	for k, v := range s.unknown {
-		item[k] = v
-	}
-	for k, v := range map[string]types.AttributeValue{
+	item := map[string]types.AttributeValue{
 		attrPK: str(s.Key.ID()), attrGroup: str(s.Key.Group), attrStream: str(s.Key.Stream), attrTopic: str(s.Key.Topic),
 		attrPartition: num(uint64(s.Key.Partition)), attrOwner: str(s.Owner), attrExpires: numInt(msOf(s.LeaseExpires)),
 		attrVersion: numInt(s.Version), attrHasWritten: &types.AttributeValueMemberBOOL{Value: s.HasWritten},
@@ -67,7 +63,8 @@ func encodeItem(s State, writeID string) map[string]types.AttributeValue {
 		attrIntentFirst: num(in.First), attrIntentLast: num(in.Last), attrIntentKey: str(in.ObjectKey), attrIntentTS: num(in.FirstTimestamp),
 		attrObjects: num(s.Objects), attrMessages: num(s.Messages), attrBytes: num(s.Bytes), attrGapMessages: num(s.GapMessages),
 		attrUpdatedAt: numInt(msOf(s.UpdatedAt)), attrWriteID: str(writeID),
-	} {
+	}
+	for k, v := range s.unknown { // decodeItem keeps no known attribute there
 		item[k] = v
 	}
 	// Absent until first recorded, as the layout in the package doc says.

@@ -87,7 +87,7 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			// A store that ignored the upload's algorithm may still refuse
 			// the header; then the parts go without it.
 			withCRC := m.withCRC && m.u.useCRC()
-			body := newFencedBody(data)
+			body := newFencedBody(data, nil)
 			in := &s3.UploadPartInput{
 				Bucket:        aws.String(m.u.opts.Bucket),
 				Key:           aws.String(m.key),
@@ -99,7 +99,7 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			if withCRC {
 				in.ChecksumCRC32C = aws.String(encodeCRC(sum.crc))
 			}
-			out, err := m.u.client.UploadPart(ctx, in)
+			out, err := m.u.client.UploadPart(ctx, in, withPayloadHash(data))
 			body.fence()
 			if err != nil {
 				if withCRC && refusesChecksum(err) {

@@ -52,7 +52,7 @@ func Retryable(err error) bool {
 	}
 	// net/http's own timeouts claim to be context.DeadlineExceeded (via an
 	// Is method), so only the sentinel itself marks the caller's deadline.
-	if errors.Is(err, context.Canceled) || holds(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || holds(err, context.DeadlineExceeded) || errors.Is(err, ErrGateFailed) {
 		return false
 	}
 	var bad *badReplyError

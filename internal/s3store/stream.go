@@ -21,6 +21,11 @@ func (u *Uploader) Stream(ctx context.Context, obj Object, write func(w io.Write
 	if err := u.check(obj.Key); err != nil {
 		return Result{}, err
 	}
+	if obj.Gate != nil {
+		if err := obj.Gate.Wait(ctx); err != nil {
+			return Result{}, wrapKey(obj.Key, err)
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s := &streamer{u: u, obj: obj, ctx: ctx, cancel: cancel, free: make(chan []byte, 2)}

@@ -72,6 +72,11 @@ type Object struct {
 	// OmitEmpty: Stream writes nothing when the body is empty (Result is
 	// zero), for an object that exists only when it has content.
 	OmitEmpty bool
+	// Gate, when set, holds the upload back until it opens (see Gate):
+	// everything but the last byte of a single PutObject goes ahead. When
+	// it fails, the upload returns an error wrapping ErrGateFailed and
+	// nothing is stored.
+	Gate *Gate
 }
 
 // Result describes one finished upload.
@@ -204,6 +209,13 @@ func (u *Uploader) Put(ctx context.Context, obj Object, body []byte) (Result, er
 	if err := u.check(obj.Key); err != nil {
 		return Result{}, err
 	}
+	if obj.Gate != nil && (len(body) == 0 || int64(len(body)) > u.opts.MultipartThreshold) {
+		// An empty body has no last byte to hold back; parts would be
+		// stored (and billed) before the gate says the object may exist.
+		if err := obj.Gate.Wait(ctx); err != nil {
+			return Result{}, wrapKey(obj.Key, err)
+		}
+	}
 	if int64(len(body)) > u.opts.MultipartThreshold {
 		return u.putMultipart(ctx, obj, body)
 	}
@@ -233,7 +245,7 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 	return u.do(ctx, c, "PutObject", obj.Key, func(ctx context.Context) error {
 		for {
 			withCRC := u.useCRC()
-			rd := newFencedBody(body)
+			rd := newFencedBody(body, obj.Gate)
 			in := &s3.PutObjectInput{
 				Bucket:        aws.String(u.opts.Bucket),
 				Key:           aws.String(obj.Key),
@@ -246,8 +258,11 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 			}
 			setHeaders(&in.ContentType, &in.ContentEncoding, obj)
 			in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
-			out, err := u.client.PutObject(ctx, in)
+			out, err := u.client.PutObject(ctx, in, withPayloadHash(body))
 			rd.fence()
+			if err != nil && obj.Gate != nil && obj.Gate.failed() {
+				return obj.Gate.result() // the body stopped short: nothing stored
+			}
 			if err != nil {
 				if withCRC && refusesChecksum(err) {
 					u.fallBackToMD5(ctx, "PutObject", obj.Key, err.Error())

@@ -24,7 +24,9 @@ import (
 //
 // The objects come from the reader in offset order; an object is marked
 // written only when the next one is known, so that in steady state one
-// conditional write both closes an object and opens the next.
+// conditional write both closes an object and opens the next. The next
+// object's upload begins beside that write, held back until it is durable
+// (early.go).
 type committer struct {
 	p     *partition
 	st    state.State // the one copy of the partition's state
@@ -484,11 +486,26 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		c.leave(next, stopDeadline)
 		next = nil
 	}
+	var e *early
+	if next != nil && rerr == nil {
+		e = c.startEarly(ctx, next) // held until complete has recorded its intent
+	}
 	if err := c.complete(ctx, cur, w, next); err != nil {
+		e.abandon(err)
 		return nil, errors.Join(err, rerr)
 	}
 	if c.ps.Stopped != "" {
+		e.abandon(errors.New(c.ps.Stopped))
 		return nil, rerr
+	}
+	if e != nil {
+		// Where next's upload would have begun, had it waited for complete.
+		if err := c.p.hook(StepMidUpload); err != nil {
+			e.abandon(err)
+			return nil, err
+		}
+		e.open()
+		next.early = e
 	}
 	return next, rerr
 }

@@ -26,6 +26,9 @@ type sealed struct {
 	cause string
 	// done gives the accumulator back once the object is uploaded.
 	done func()
+	// early is the object's upload, begun beside the state write that
+	// recorded its intent (see committer.step); nil when not begun.
+	early *early
 }
 
 func (s *sealed) messages() uint64 {

@@ -30,6 +30,8 @@ type errorLines struct {
 	// invalid counts the payloads the invalid-payload policy handled while
 	// the object was streamed (see batch.ObjectWriter.InvalidPayloads).
 	invalid uint64
+	// conflicts counts error objects found holding other bytes (kept).
+	conflicts uint64
 }
 
 // stream re-reads first..last from Iggy and streams the rendered object,

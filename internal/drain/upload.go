@@ -114,7 +114,15 @@ func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) 
 		}
 		var el errorLines
 		var err error
-		res, el, err = c.writeData(ctx, key, ts, s)
+		if e := s.early; e != nil && e.key == key {
+			s.early = nil
+			res, el, err = e.wait(ctx)
+		} else {
+			s.early.abandon(errors.New("the object's key changed")) // never: both come from its intent
+			s.early = nil
+			res, el, err = c.writeData(ctx, key, ts, s)
+		}
+		c.ps.Conflicts += el.conflicts
 		if s.acc == nil && err == nil {
 			// Recovery re-rendered it: no reader of this run saw these
 			// records. Counted once the render completed (a retry renders
@@ -196,6 +204,14 @@ func (c *committer) writeData(ctx context.Context, key string, ts uint64, s *sea
 	if err := c.p.hook(StepMidUpload); err != nil {
 		return s3store.Result{}, errorLines{}, err
 	}
+	return c.renderAndPut(ctx, key, ts, s, nil)
+}
+
+// renderAndPut renders s, built in memory, and writes its error object
+// (if records were rejected) and its data object, both held at gate when
+// there is one. It touches nothing of the committer but its compression
+// buffer, so it may run beside the committer's state write (early).
+func (c *committer) renderAndPut(ctx context.Context, key string, ts uint64, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
 	data, errs, err := s.acc.Render()
 	if err != nil {
 		return s3store.Result{}, errorLines{}, err
@@ -207,12 +223,14 @@ func (c *committer) writeData(ctx context.Context, key string, ts uint64, s *sea
 		if err != nil {
 			return s3store.Result{}, el, err
 		}
-		_, err = c.p.r.Objects.Put(ctx, errorsObject(ekey), errs)
-		if err := c.errorsWritten(ekey, key, el.rejected, err); err != nil {
+		obj := errorsObject(ekey)
+		obj.Gate = gate
+		_, err = c.p.r.Objects.Put(ctx, obj, errs)
+		if err := c.errorsWritten(&el.conflicts, ekey, key, el.rejected, err); err != nil {
 			return s3store.Result{}, el, err
 		}
 	}
-	res, err := c.put(ctx, key, data)
+	res, err := c.put(ctx, key, data, gate)
 	return res, el, err
 }
 
@@ -232,7 +250,7 @@ func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, ts ui
 	if res.Bytes == 0 && err == nil {
 		return nil
 	}
-	return c.errorsWritten(ekey, dataKey, -1, err)
+	return c.errorsWritten(&c.ps.Conflicts, ekey, dataKey, -1, err)
 }
 
 // errorObjects reports whether rejected records go to error objects
@@ -256,8 +274,8 @@ func (c *committer) errorsKey(dataKey string, ts uint64, s *sealed) (string, err
 
 // errorsWritten settles the write of an error object: a conflict (other
 // bytes already there, rendered by another configuration) is kept and
-// reported; records < 0 means not counted.
-func (c *committer) errorsWritten(key, dataKey string, records int, err error) error {
+// reported (counted in conflicts); records < 0 means not counted.
+func (c *committer) errorsWritten(conflicts *uint64, key, dataKey string, records int, err error) error {
 	var ce *s3store.ConflictError
 	if errors.As(err, &ce) && ce.ExistingSize == 0 {
 		// The empty error object a void leaves: the data key is burnt
@@ -265,7 +283,7 @@ func (c *committer) errorsWritten(key, dataKey string, records int, err error) e
 		return fmt.Errorf("%w: %s (its error key is fenced)", errBurnt, dataKey)
 	}
 	if errors.As(err, &ce) {
-		c.ps.Conflicts++
+		*conflicts++
 		c.p.log.Warn("the error object already exists with other bytes; kept as it is (rendered by another configuration)",
 			"key", key, "stored_bytes", ce.ExistingSize, "rendered_bytes", ce.SentSize)
 		return nil
@@ -290,7 +308,7 @@ func (c *committer) object(key string) s3store.Object {
 	return s3store.Object{Key: key, ContentType: o.Records.Format.ContentType(), ContentEncoding: o.Compression.ContentEncoding()}
 }
 
-func (c *committer) put(ctx context.Context, key string, body []byte) (s3store.Result, error) {
+func (c *committer) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
 	if z := c.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
 		var err error
 		if c.zbuf, err = batch.Compress(c.zbuf[:0], body, z); err != nil {
@@ -298,7 +316,9 @@ func (c *committer) put(ctx context.Context, key string, body []byte) (s3store.R
 		}
 		body = c.zbuf
 	}
-	return c.p.r.Objects.Put(ctx, c.object(key), body)
+	obj := c.object(key)
+	obj.Gate = gate
+	return c.p.r.Objects.Put(ctx, obj, body)
 }
 
 // marker is the body of a gap or void marker: a pure function of its

@@ -8,6 +8,7 @@
 package s3fake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -121,6 +122,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mutating(op) {
+		// The body is read before the lock, as a store takes a request in
+		// before it commits it: a client slow to send (or holding its
+		// last byte back, s3store.Gate) must not stall everyone else.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the client gave up: nothing is stored
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.writes.Lock()
 		defer s.writes.Unlock()
 	}

@@ -1,0 +1,71 @@
+package drain
+
+import (
+	"context"
+	"errors"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+)
+
+// early is an object's upload begun beside the state write that records
+// its intent (and marks the object before it written): the PUT goes out at
+// once, but its last byte waits at a gate until that write is durable, so
+// the store never holds an object whose intent no state records, and the
+// write no longer stands between two uploads. Only objects rendered in
+// memory go early; gaps, streamed objects and recoveries wait for the
+// write as before.
+type early struct {
+	key    string
+	gate   *s3store.Gate
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	res    s3store.Result
+	el     errorLines
+	err    error
+}
+
+// startEarly begins s's upload under the key of its intent, held at a
+// gate; nil when s does not go early.
+func (c *committer) startEarly(ctx context.Context, s *sealed) *early {
+	if s.gap || s.acc == nil || s.acc.Spilled() {
+		return nil
+	}
+	in := c.intentFor(s)
+	ectx, cancel := context.WithCancelCause(ctx)
+	e := &early{key: in.ObjectKey, gate: s3store.NewGate(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.res, e.el, e.err = c.renderAndPut(ectx, in.ObjectKey, in.FirstTimestamp, s, e.gate)
+	}()
+	return e
+}
+
+// open lets the upload land: its intent is durable.
+func (e *early) open() { e.gate.Open() }
+
+// abandon ends the upload, with nothing stored, and waits for it: its
+// intent was not recorded, or the run stops before the object.
+func (e *early) abandon(why error) {
+	if e == nil {
+		return
+	}
+	if why == nil {
+		why = errors.New("abandoned")
+	}
+	e.gate.Fail(why)
+	e.cancel(why)
+	<-e.done
+}
+
+// wait returns the upload's outcome once it has ended; when ctx ends
+// first (the lease could not be kept) the upload is cancelled and waited
+// for, so nothing of it runs on after.
+func (e *early) wait(ctx context.Context) (s3store.Result, errorLines, error) {
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		e.cancel(context.Cause(ctx))
+		<-e.done
+	}
+	return e.res, e.el, e.err
+}

@@ -1,0 +1,77 @@
+package drain_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+)
+
+// refusingComplete fails the first write that marks an object written
+// and records the next one's intent, after a pause in which the next
+// object's early upload sends all it may.
+type refusingComplete struct {
+	drain.StateStore
+	once sync.Once
+}
+
+var errRefused = errors.New("injected: the state store refused the write")
+
+func (r *refusingComplete) Complete(ctx context.Context, s state.State, d state.Done, ttl time.Duration) (state.State, error) {
+	refuse := false
+	if d.Next != nil {
+		r.once.Do(func() { refuse = true })
+	}
+	if refuse {
+		time.Sleep(300 * time.Millisecond)
+		return state.State{}, errRefused
+	}
+	return r.StateStore.Complete(ctx, s, d, ttl)
+}
+
+// TestNextObjectWaitsForItsIntent: the next object's upload begins beside
+// the state write that records its intent. When that write fails, nothing
+// of the next object is stored, and a run with another rotation archives
+// its offsets once; an object stored before its intent was durable would
+// overlap that run's.
+func TestNextObjectWaitsForItsIntent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.produce("early", 1, 60, 100)
+		set := w.settings("early", "early")
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
+		cfg := w.config(set)
+		s := w.sink(cfg, app.Options{State: &refusingComplete{StateStore: w.stateStore(cfg.Plugin.StateTable)}})
+		puts := &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
+		s.Objects = puts
+		if _, err := s.Run(context.Background()); !errors.Is(err, errRefused) {
+			t.Fatalf("run whose state write is refused: %v, want the refusal", err)
+		}
+		var second string
+		for key, err := range puts.errs {
+			if strings.HasSuffix(key, "-00000000000000000020-00000000000000000039.jsonl") {
+				second = key
+				if !errors.Is(err, s3store.ErrGateFailed) {
+					t.Fatalf("the upload of %s begun early returned %v, want it held and cancelled", key, err)
+				}
+			}
+		}
+		if second == "" {
+			t.Fatalf("no upload of offsets 20..39 was begun beside the state write (puts: %v)", puts.errs)
+		}
+		if _, found, err := s.Objects.Head(context.Background(), second); err != nil || found {
+			t.Fatalf("%s is stored (%v) although the write of its intent failed", second, err)
+		}
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
+		next := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(next, "early", 10)
+		w.checkExactlyOnce(next, "early", "json_lines")
+	})
+}

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -38,7 +40,10 @@ const benchObject = 8 << 20
 //	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
 //
 // IGGY_TEST_PROTOCOL=0.8 (or 0.10) drains through that protocol's client;
-// BENCH_MEMSTATE=1 keeps the state in memory instead of moto_server.
+// BENCH_MEMSTATE=1 keeps the state in memory instead of moto_server;
+// BENCH_STATE_LATENCY=8ms keeps it in memory behind that round trip per
+// call, like DynamoDB seen from Lambda (a store that costs this machine
+// no CPU, which moto_server does).
 func BenchmarkDrain(b *testing.B) {
 	for _, parts := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
@@ -66,6 +71,14 @@ func BenchmarkDrain(b *testing.B) {
 				b.Fatal(err)
 			}
 			next := make([]int, parts)
+			var remote *remoteState
+			if v := os.Getenv("BENCH_STATE_LATENCY"); v != "" {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					b.Fatalf("BENCH_STATE_LATENCY=%q: %v", v, err)
+				}
+				remote = &remoteState{StateStore: state.NewMemory(nil), latency: d}
+			}
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				appendRound(b, br, topic, perPartition, next)
@@ -83,6 +96,9 @@ func BenchmarkDrain(b *testing.B) {
 				opts := app.Options{CreateTable: true, Logger: slog.New(slog.DiscardHandler)}
 				if os.Getenv("BENCH_MEMSTATE") != "" {
 					opts.State = state.NewMemory(nil)
+				}
+				if remote != nil {
+					opts.State = remote
 				}
 				s, err := app.New(context.Background(), cfg, opts)
 				if err != nil {
@@ -104,7 +120,7 @@ func BenchmarkDrain(b *testing.B) {
 			b.StopTimer()
 			b.SetBytes(int64(bytesOut) / int64(b.N))
 			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
-			if os.Getenv("BENCH_MEMSTATE") == "" && objects > 0 {
+			if os.Getenv("BENCH_MEMSTATE") == "" && remote == nil && objects > 0 {
 				b.ReportMetric(float64(writes)/float64(objects), "statewrites/object")
 			}
 		})
@@ -147,4 +163,43 @@ func appendRound(b *testing.B, br *iggytest.Broker, topic string, perPartition i
 			next[p]++
 		}
 	}
+}
+
+// remoteState is a state store in memory that answers after a round
+// trip's latency, and costs no CPU meanwhile.
+type remoteState struct {
+	drain.StateStore
+	latency time.Duration
+}
+
+func (r *remoteState) wait() { time.Sleep(r.latency) }
+
+func (r *remoteState) Acquire(ctx context.Context, key state.Key, owner string, ttl time.Duration) (state.State, error) {
+	r.wait()
+	return r.StateStore.Acquire(ctx, key, owner, ttl)
+}
+
+func (r *remoteState) SetIntent(ctx context.Context, s state.State, in state.Intent, ttl time.Duration) (state.State, error) {
+	r.wait()
+	return r.StateStore.SetIntent(ctx, s, in, ttl)
+}
+
+func (r *remoteState) Complete(ctx context.Context, s state.State, d state.Done, ttl time.Duration) (state.State, error) {
+	r.wait()
+	return r.StateStore.Complete(ctx, s, d, ttl)
+}
+
+func (r *remoteState) Renew(ctx context.Context, s state.State, ttl time.Duration) (state.State, error) {
+	r.wait()
+	return r.StateStore.Renew(ctx, s, ttl)
+}
+
+func (r *remoteState) Release(ctx context.Context, s state.State) error {
+	r.wait()
+	return r.StateStore.Release(ctx, s)
+}
+
+func (r *remoteState) Get(ctx context.Context, key state.Key) (state.State, bool, error) {
+	r.wait()
+	return r.StateStore.Get(ctx, key)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,12 +55,40 @@ func checkInitHeld(t *testing.T, dir, arg string) {
 		t.Fatalf("internal/initgc is initialised after iceberg-go's table/substrait (trace lines %d, %d)", held, catalogue)
 	}
 	// One before initgc's turn marks a heap of a few MB; those after the
-	// last initialiser are main's.
+	// last initialiser are main's. A collection's line is printed when it
+	// ends, so one begun before initgc's turn (it says when it began) may
+	// come after initgc's line on a busy machine.
+	heldAt, ok := traceTime(lines[held], "@", " ms")
+	if !ok {
+		t.Fatalf("no start time in internal/initgc's init trace %q", lines[held])
+	}
 	for _, line := range lines[held:lastInit] {
-		if strings.HasPrefix(line, "gc ") {
-			t.Errorf("a collection during package initialisation, after internal/initgc: %s", line)
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		began, ok := traceTime(line, "@", "s ")
+		if !ok {
+			t.Fatalf("no start time in the collection's trace %q", line)
+		}
+		if began*1000 >= heldAt {
+			t.Errorf("a collection during package initialisation, after internal/initgc (@%.3f ms): %s", heldAt, line)
 		}
 	}
+}
+
+// traceTime reads the number between the first from and the next to in a
+// runtime trace line.
+func traceTime(line, from, to string) (float64, bool) {
+	_, rest, ok := strings.Cut(line, from)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, to)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	return v, err == nil
 }
 
 func withoutGCSettings(env []string) []string {

@@ -41,11 +41,12 @@ type ClientOptions struct {
 	// HTTPClient replaces the SDK's client (its timeouts are then the
 	// caller's business).
 	HTTPClient *http.Client
-	// SignPayload: SigV4 signs the SHA-256 of every body (true) or sends
-	// UNSIGNED-PAYLOAD (false). nil means signed over plain HTTP and
-	// unsigned over HTTPS, where TLS protects the body on the way and the
-	// uploader's CRC32C proves what the store took — the SDKs' own default
-	// for S3 — sparing a SHA-256 pass over every byte.
+	// SignPayload: false sends UNSIGNED-PAYLOAD on every request. nil
+	// (the default) and true leave the choice to the SDK, which for
+	// PutObject and UploadPart signs the SHA-256 of the body over plain
+	// HTTP only: over HTTPS, TLS protects the body on the way and the
+	// uploader's CRC32C proves what the store took, sparing a SHA-256 pass
+	// over every byte. nil means false over HTTPS.
 	SignPayload *bool
 }
 

@@ -173,3 +173,29 @@ func TestGateHoldsMultipartAndEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A gated PutObject whose context ends while it is held returns at once,
+// with nothing stored: the held read wakes without the gate settling.
+func TestGateHeldUploadEndsWithItsContext(t *testing.T) {
+	st, u, ct := gatedUploader(t, testenv.StartVersity, Options{})
+	body := randomBytes(9, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := u.Put(ctx, Object{Key: "gated/cancelled", Gate: NewGate()}, body)
+		done <- err
+	}()
+	waitSent(t, ct, int64(len(body)-1))
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a held upload whose context ended succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a held upload did not return when its context ended (its gate never settles)")
+	}
+	if listed(t, st, "gated/cancelled") {
+		t.Fatal("gated/cancelled is stored although its context ended before the gate opened")
+	}
+}

@@ -258,7 +258,11 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 			}
 			setHeaders(&in.ContentType, &in.ContentEncoding, obj)
 			in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
+			// A read held at the gate wakes when the call's context ends:
+			// the SDK cannot return while a body read is in progress.
+			stop := context.AfterFunc(ctx, rd.fence)
 			out, err := u.client.PutObject(ctx, in, withPayloadHash(body))
+			stop()
 			rd.fence()
 			if err != nil && obj.Gate != nil && obj.Gate.failed() {
 				return obj.Gate.result() // the body stopped short: nothing stored

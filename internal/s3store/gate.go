@@ -20,8 +20,11 @@ import (
 // records the object's intent), yet the store cannot take the object
 // before the gate opens; a store commits a PUT only with its whole body.
 // A multipart upload, a stream and an empty body wait before they start.
-// A failed gate ends its uploads with nothing stored. The zero Gate is
-// not usable; a Gate opens or fails once.
+// A failed gate, or the call's context ending, ends a held upload with
+// nothing stored. Keep the hold short: MinIO locks a key while a
+// conditional PUT of it is in flight (a HeadObject of the key waits, and
+// after 30 s both fail), and stores time out a body that stalls for long
+// (about 20 s). The zero Gate is not usable; a Gate opens or fails once.
 type Gate struct {
 	done chan struct{}
 	once sync.Once

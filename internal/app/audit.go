@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
@@ -120,30 +119,6 @@ func (s *Sink) WriteAuditWith(ctx context.Context, w io.Writer, o AuditOptions) 
 		return err
 	}
 	return TablesVerdict(tables)
-}
-
-// AuditTables checks the Iceberg tables of the audited partitions
-// (table_format = "iceberg"; none otherwise): see icetable.Registrar.Check.
-func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error) {
-	if s.tables == nil {
-		return nil, nil
-	}
-	var ids []icetable.PartitionID
-	seen := map[icetable.PartitionID]bool{}
-	through := map[icetable.PartitionID]icetable.Position{}
-	for _, r := range reports {
-		id := icetable.PartitionID{Stream: r.Stream, Topic: r.Topic, Partition: r.Partition}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-		// The state's position, at its generation: registration passes gap
-		// markers and empty objects too, so the table reaches it.
-		if r.StateWritten != nil && !r.Retired {
-			through[id] = icetable.Position{Generation: r.Generation, Last: *r.StateWritten}
-		}
-	}
-	return s.tables.Check(ctx, ids, through)
 }
 
 // TablesVerdict is nil when every table holds the guarantee.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
 
@@ -71,12 +70,6 @@ func (e *EMF) WriteAudit(a metrics.Audit) {
 		a.Function = e.Function
 	}
 	e.report(metrics.WriteAudit(e.W, e.namespace(), time.Now(), a))
-}
-
-// OnTables implements TablesHook: the run's table line.
-func (e *EMF) OnTables(res icetable.Result, err error) {
-	e.report(metrics.WriteTables(e.W, e.namespace(), time.Now(), metrics.Tables{Function: e.Function,
-		Commits: res.Commits, Conflicts: res.Conflicts, Files: res.Files, Latency: res.Latency, Failed: err != nil}))
 }
 
 func (e *EMF) namespace() string {

@@ -23,7 +23,6 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -49,7 +48,7 @@ type Options struct {
 	// re-read from Iggy and streamed. Default: multipart_threshold.
 	KeepLimit int64
 	// Catalog replaces the Iceberg catalog the configuration names (tests).
-	Catalog icetable.Catalog
+	Catalog TableCatalog
 }
 
 // ObjectStore is what the sink needs of S3.
@@ -70,7 +69,7 @@ type Sink struct {
 	drainOpts drain.Options
 	host      string
 	// tables registers archived objects in Iceberg tables (nil: table_format = "none").
-	tables *icetable.Registrar
+	tables tableRegistrar
 	runs   atomic.Uint64
 	marked drain.MarkedGenerations
 }

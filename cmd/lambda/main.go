@@ -17,6 +17,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/initgc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
@@ -32,7 +33,47 @@ func main() {
 	slog.SetDefault(logger)
 	logging.CaptureStdlib(logger)
 	h := &handler{log: logger, metrics: os.Stdout, env: os.LookupEnv, function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
+	if !app.HasIceberg {
+		h.preload()
+	}
 	lambda.Start(h.Handle)
+}
+
+// preloadTimeout bounds reading the configuration before the first
+// invocation (Lambda gives a function's start-up 10 s).
+const preloadTimeout = 5 * time.Second
+
+// preload is the lean bootstrap's start (a build without Iceberg): it
+// reads the configuration before the first invocation, and keeps it when it
+// needs no Iceberg. Otherwise, and whenever it cannot tell (the read
+// failed), it hands over to the full build beside it, which reads it again
+// and reports any error per invocation; without one, the first invocation
+// reports the error, or ErrNoIceberg.
+func (h *handler) preload() {
+	ctx, cancel := context.WithTimeout(context.Background(), preloadTimeout)
+	defer cancel()
+	ref, _ := h.env("SINK_CONFIG")
+	root, _ := h.env("LAMBDA_TASK_ROOT")
+	cfg, err := app.LoadConfig(ctx, ref, root, h.env)
+	if err == nil && !app.NeedsIceberg(cfg) {
+		h.preloaded = cfg
+		return
+	}
+	full, ferr := handover.Beside(app.IcebergBuildSuffix)
+	if ferr != nil {
+		if err == nil {
+			h.log.Error("the configuration needs Iceberg, which this build lacks", "error", ferr.Error())
+		}
+		return
+	}
+	reason := "table_format = iceberg"
+	if err != nil {
+		reason = "the configuration could not be read yet"
+	}
+	h.log.Info("handing over to the build with Iceberg", "path", full, "reason", reason)
+	if err := handover.Exec(full); err != nil {
+		h.log.Error("handover failed", "error", err.Error())
+	}
 }
 
 // handler builds the sink once per container and runs it per invocation.
@@ -41,6 +82,9 @@ type handler struct {
 	metrics  io.Writer
 	env      func(string) (string, bool)
 	function string
+
+	// preloaded is the configuration the lean bootstrap read at start.
+	preloaded *config.Config
 
 	mu       sync.Mutex
 	sink     *app.Sink
@@ -71,11 +115,15 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	if h.sink != nil || h.disabled != nil {
 		return h.sink, nil
 	}
-	ref, _ := h.env("SINK_CONFIG")
-	root, _ := h.env("LAMBDA_TASK_ROOT")
-	cfg, err := app.LoadConfig(ctx, ref, root, h.env)
-	if err != nil {
-		return nil, err
+	cfg := h.preloaded
+	h.preloaded = nil // a failed setup reads it again
+	if cfg == nil {
+		ref, _ := h.env("SINK_CONFIG")
+		root, _ := h.env("LAMBDA_TASK_ROOT")
+		var err error
+		if cfg, err = app.LoadConfig(ctx, ref, root, h.env); err != nil {
+			return nil, err
+		}
 	}
 	if len(cfg.Ignored) > 0 {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)

@@ -12,6 +12,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
 )
 
 // command is one invocation of the poller.
@@ -37,6 +38,16 @@ func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
 	}
 	if len(cfg.Ignored) > 0 {
 		c.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
+	}
+	if !app.HasIceberg && app.NeedsIceberg(cfg) {
+		// A lean build (-tags noiceberg) hands over to poller-iceberg beside it.
+		full, err := handover.Beside(app.IcebergBuildSuffix)
+		if err == nil {
+			c.log.Info("handing over to the build with Iceberg", "path", full, "reason", "table_format = iceberg")
+			err = handover.Exec(full)
+		}
+		fmt.Fprintf(c.stderr, "poller: table_format = \"iceberg\": %v (%v)\n", app.ErrNoIceberg, err)
+		return nil, false
 	}
 	return cfg, true
 }

@@ -26,17 +26,20 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
-// buildBootstrap builds the real Lambda binary, the way `make bootstrap`
-// does, for this machine's architecture (the emulator runs it here).
+// buildBootstrap builds the real Lambda binaries, the way `make bootstrap`
+// does, for this machine's architecture (the emulator runs them here): the
+// lean bootstrap, and bootstrap-iceberg beside it. It returns bootstrap.
 func buildBootstrap(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	dir := t.TempDir()
+	for name, tags := range map[string]string{"bootstrap": "lambda.norpc,noiceberg", "bootstrap-iceberg": "lambda.norpc"} {
+		cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, name), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, b)
+		}
 	}
-	return out
+	return filepath.Join(dir, "bootstrap")
 }
 
 type emulator struct {

@@ -98,17 +98,20 @@ func TestSAMBuild(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sam build: %v\n%s", err, out)
 	}
-	f, err := elf.Open(filepath.Join(buildDir, "SinkFunction", "bootstrap"))
-	if err != nil {
-		t.Fatalf("sam build produced no bootstrap ELF: %v", err)
-	}
-	defer f.Close()
-	if f.Machine != elf.EM_AARCH64 {
-		t.Errorf("bootstrap is built for %v, want arm64 (the template's default Architecture)", f.Machine)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Errorf("bootstrap is dynamically linked; provided.al2023 needs CGO_ENABLED=0")
+	// bootstrap, and the full build it hands over to when tables are configured.
+	for _, name := range []string{"bootstrap", "bootstrap-iceberg"} {
+		f, err := elf.Open(filepath.Join(buildDir, "SinkFunction", name))
+		if err != nil {
+			t.Fatalf("sam build produced no %s ELF: %v", name, err)
 		}
+		if f.Machine != elf.EM_AARCH64 {
+			t.Errorf("%s is built for %v, want arm64 (the template's default Architecture)", name, f.Machine)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s is dynamically linked; provided.al2023 needs CGO_ENABLED=0", name)
+			}
+		}
+		f.Close()
 	}
 }

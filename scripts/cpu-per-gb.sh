@@ -7,7 +7,9 @@
 # and cpu-ratio (this / baseline); BENCHTIME sets the iterations (3x).
 # BENCH_BASELINE_PROTOCOL=0.8 drains the baseline through the 0.8 protocol
 # (builds from before the 0.9 client speak nothing else) and this tree
-# through IGGY_TEST_PROTOCOL (0.9 by default).
+# through IGGY_TEST_PROTOCOL (0.9 by default). This tree's poller is built
+# without Iceberg, as the Lambda's bootstrap is (BENCH_TAGS=none: the full
+# build); the baseline is a plain `go build` of REV.
 # Needs the test tools (make tools py-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."

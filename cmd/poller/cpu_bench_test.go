@@ -37,6 +37,10 @@ import (
 //
 //	go test ./cmd/poller -run '^$' -bench PollerOnce -benchtime 3x
 //
+// This tree's poller is built as the Lambda's bootstrap is, without Iceberg
+// (-tags noiceberg: these runs use no tables); BENCH_TAGS sets other tags,
+// BENCH_TAGS=none builds the full program.
+//
 // The broker speaks IGGY_TEST_PROTOCOL (0.9 by default) to this tree's
 // poller; BENCH_BASELINE_PROTOCOL gives the baseline a broker of its own
 // in that protocol: a build from before the 0.9 client speaks only 0.8, so
@@ -53,7 +57,13 @@ func BenchmarkPollerOnce(b *testing.B) {
 		broker     *iggytest.Broker
 	}
 	this := iggyadmin.BrokerProtocol(b)
-	pollers := []poller{{"this", buildPoller(b), benchBroker(b, this)}}
+	tags, ok := os.LookupEnv("BENCH_TAGS")
+	if !ok {
+		tags = "noiceberg"
+	} else if tags == "none" {
+		tags = ""
+	}
+	pollers := []poller{{"this", buildPollerTags(b, tags), benchBroker(b, this)}}
 	if base := os.Getenv("BENCH_BASELINE_POLLER"); base != "" {
 		br := pollers[0].broker
 		if p := os.Getenv("BENCH_BASELINE_PROTOCOL"); p != "" && p != this {

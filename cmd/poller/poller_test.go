@@ -148,9 +148,15 @@ func TestOnceAndAudit(t *testing.T) {
 // buildPoller builds the real binary for process-level tests.
 func buildPoller(t testing.TB) string {
 	t.Helper()
+	return buildPollerTags(t, "")
+}
+
+// buildPollerTags builds the poller with these build tags ("" for none).
+func buildPollerTags(t testing.TB, tags string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "poller")
-	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	if b, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %q: %v\n%s", tags, err, b)
 	}
 	return bin
 }

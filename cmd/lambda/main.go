@@ -125,6 +125,15 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 			return nil, err
 		}
 	}
+	if !app.HasIceberg && app.NeedsIceberg(cfg) {
+		// Read at start, this configuration needed no tables; it does now.
+		// The handover must come before an invocation: end this container,
+		// and the next start hands over.
+		if full, err := handover.Beside(app.IcebergBuildSuffix); err == nil {
+			h.log.Error("the configuration now sets table_format = iceberg: exiting, so that the next start runs it in the build with Iceberg", "path", full)
+			os.Exit(1)
+		}
+	}
 	if len(cfg.Ignored) > 0 {
 		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}

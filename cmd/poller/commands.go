@@ -39,17 +39,18 @@ func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
 	if len(cfg.Ignored) > 0 {
 		c.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
-	if !app.HasIceberg && app.NeedsIceberg(cfg) {
-		// A lean build (-tags noiceberg) hands over to poller-iceberg beside it.
-		full, err := handover.Beside(app.IcebergBuildSuffix)
-		if err == nil {
-			c.log.Info("handing over to the build with Iceberg", "path", full, "reason", "table_format = iceberg")
-			err = handover.Exec(full)
-		}
-		fmt.Fprintf(c.stderr, "poller: table_format = \"iceberg\": %v (%v)\n", app.ErrNoIceberg, err)
-		return nil, false
-	}
 	return cfg, true
+}
+
+// handOver runs a configuration with tables in poller-iceberg beside a lean
+// build (-tags noiceberg); it returns only when there is none.
+func (c *command) handOver() {
+	full, err := handover.Beside(app.IcebergBuildSuffix)
+	if err == nil {
+		c.log.Info("handing over to the build with Iceberg", "path", full, "reason", "table_format = iceberg")
+		err = handover.Exec(full)
+	}
+	fmt.Fprintf(c.stderr, "poller: table_format = \"iceberg\": this poller was built without Iceberg (-tags noiceberg): build it without the tag, or put that build beside it as poller%s (%v)\n", app.IcebergBuildSuffix, err)
 }
 
 // sink runs the commands that need a configured sink: once, run, check,
@@ -57,6 +58,10 @@ func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
 func (c *command) sink(ctx context.Context, cmd string) int {
 	cfg, ok := c.loadConfig(ctx)
 	if !ok {
+		return 2
+	}
+	if !app.HasIceberg && app.NeedsIceberg(cfg) {
+		c.handOver()
 		return 2
 	}
 	c.log.Info("configuration", "version", app.Version(), "config", cfg)

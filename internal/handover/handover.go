@@ -31,6 +31,11 @@ func Beside(suffix string) (string, error) {
 
 func besidePath(self, suffix string) (string, error) {
 	full := filepath.Join(filepath.Dir(self), filepath.Base(self)+suffix)
+	if os.Getenv(handedOver) != "" {
+		// The full build never hands over; a lean build started by a
+		// handover is a link to itself: refuse rather than loop.
+		return "", fmt.Errorf("handover: %s is a lean build too (%s is set): %w", filepath.Base(self), handedOver, ErrNoFullBuild)
+	}
 	fi, err := os.Stat(full)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -41,12 +46,18 @@ func besidePath(self, suffix string) (string, error) {
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("handover: %s is not an executable file: %w", full, ErrNoFullBuild)
 	}
+	if me, err := os.Stat(self); err == nil && os.SameFile(me, fi) {
+		return "", fmt.Errorf("handover: %s is this executable itself: %w", full, ErrNoFullBuild)
+	}
 	return full, nil
 }
+
+// handedOver is set in the environment of the program handed over to.
+const handedOver = "SINK_HANDED_OVER"
 
 // Exec replaces the process with the program at path, given this process's
 // arguments and environment. It returns only when that fails; then the
 // process is unchanged.
 func Exec(path string) error {
-	return execve(path, os.Args, os.Environ())
+	return execve(path, os.Args, append(os.Environ(), handedOver+"=1"))
 }

@@ -24,6 +24,10 @@ func TestBesidePath(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "bootstrap-dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	write("bootstrap", 0o755)
+	if err := os.Link(self, filepath.Join(dir, "bootstrap-self")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		suffix string
 		want   string
@@ -33,6 +37,7 @@ func TestBesidePath(t *testing.T) {
 		{"-missing", "", ErrNoFullBuild},
 		{"-plain", "", ErrNoFullBuild}, // not executable
 		{"-dir", "", ErrNoFullBuild},
+		{"-self", "", ErrNoFullBuild}, // a link to itself would loop
 	} {
 		got, err := besidePath(self, tc.suffix)
 		if got != tc.want || !errors.Is(err, tc.err) {
@@ -61,6 +66,11 @@ func TestExecKeepsProcessArgsAndEnvironment(t *testing.T) {
 		os.Exit(3)
 	case "2":
 		fmt.Printf("after pid=%d args=%q marker=%s\n", os.Getpid(), os.Args[1:], os.Getenv("HANDOVER_MARKER"))
+		// A handed-over program never hands over again.
+		if _, err := besidePath(filepath.Join(t.TempDir(), "x"), ""); !errors.Is(err, ErrNoFullBuild) {
+			fmt.Printf("hands over again: %v\n", err)
+			os.Exit(4)
+		}
 		os.Exit(0)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestExecKeepsProcessArgsAndEnvironment$", "-test.v=false")

@@ -73,6 +73,7 @@ type Message struct {
 // are: the encoder counts malformed ones rather than refusing a message.
 func (r *PollReply) Messages(verify bool, fn func(m *Message) error) error {
 	var m Message
+	var f Frame
 	var seen uint32
 	var last uint64
 	recs := r.Records
@@ -88,7 +89,7 @@ func (r *PollReply) Messages(verify bool, fn func(m *Message) error) error {
 			return malformed("poll reply", "batch at byte %d holds %d messages beyond the %d announced", pos, h.Count, r.Count)
 		}
 		rec := recs[pos : uint64(pos)+h.Length]
-		err := walkFrames(rec, h, false, func(f *Frame) error {
+		err := walkFrames(rec, h, false, &f, func(f *Frame) error {
 			m.Offset = h.BaseOffset + uint64(f.OffsetDelta)
 			if seen > 0 && m.Offset <= last {
 				return malformed("poll reply", "offset %d after offset %d", m.Offset, last)

@@ -90,7 +90,7 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
 	} else {
 		loadOpts = append(loadOpts, config.WithHTTPClient(awshttp.NewBuildableClient().
-			WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = timeout })))
+			WithTransportOptions(transportOptions(timeout))))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
@@ -116,6 +116,15 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 			so.APIOptions = append(so.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		}
 	}), nil
+}
+
+// transportOptions set up the SDK's HTTP transport: the response header
+// timeout, and connections that take a body from its own memory.
+func transportOptions(responseHeaderTimeout time.Duration) func(*http.Transport) {
+	return func(tr *http.Transport) {
+		tr.ResponseHeaderTimeout = responseHeaderTimeout
+		tr.DialContext = dialBodyConn(tr.DialContext)
+	}
 }
 
 // overTLS reports whether requests go over HTTPS: to endpoint, or to the

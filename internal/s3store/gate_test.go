@@ -11,22 +11,36 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // countingTransport counts the request body bytes the HTTP transport has
-// read (that is, sent or is sending) for PutObject and UploadPart.
+// read (that is, sent or is sending) for PutObject and UploadPart. It
+// sends through the client's own transport, so a body that writes itself
+// to the connection (fencedBody.WriteTo, through bodyConn) still does.
 type countingTransport struct {
 	sent atomic.Int64
+	next http.RoundTripper
+}
+
+func newCountingTransport() *countingTransport {
+	tr := awshttp.NewBuildableClient().GetTransport()
+	transportOptions(DefaultResponseHeaderTimeout)(tr)
+	return &countingTransport{next: tr}
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil && r.Method == http.MethodPut {
-		r.Body = countingBody{r.Body, &c.sent}
+		if _, ok := r.Body.(io.WriterTo); ok {
+			r.Body = countingWriterToBody{countingBody{r.Body, &c.sent}}
+		} else {
+			r.Body = countingBody{r.Body, &c.sent}
+		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return c.next.RoundTrip(r)
 }
 
 type countingBody struct {
@@ -40,6 +54,23 @@ func (b countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+type countingWriterToBody struct{ countingBody }
+
+func (b countingWriterToBody) WriteTo(w io.Writer) (int64, error) {
+	return b.ReadCloser.(io.WriterTo).WriteTo(countingWriter{w, b.n})
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
 // gatedUploader is the production client over a real store, through a
 // transport that counts the body bytes sent.
 func gatedUploader(t *testing.T, start func(testing.TB) *testenv.S3, o Options) (*store, *Uploader, *countingTransport) {
@@ -47,7 +78,7 @@ func gatedUploader(t *testing.T, start func(testing.TB) *testenv.S3, o Options) 
 	t.Setenv("AWS_CA_BUNDLE", "") // the client is the test's own
 	srv := start(t)
 	srv.CreateBucket(t, bucket)
-	ct := &countingTransport{}
+	ct := newCountingTransport()
 	c, err := NewClient(context.Background(), ClientOptions{Region: srv.Region, Endpoint: srv.Endpoint,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, HTTPClient: &http.Client{Transport: ct}})
 	if err != nil {

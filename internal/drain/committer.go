@@ -473,7 +473,14 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 			c.leave(cur, stopDeadline)
 			return nil, nil
 		}
+		// The run's first object goes early too, held until the write
+		// of its intent is durable.
+		e := c.startEarly(ctx, cur)
 		if err := c.setIntent(ctx, cur); err != nil {
+			e.abandon(err)
+			return nil, err
+		}
+		if err := c.openEarly(cur, e); err != nil {
 			return nil, err
 		}
 	}
@@ -498,16 +505,26 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		e.abandon(errors.New(c.ps.Stopped))
 		return nil, rerr
 	}
-	if e != nil {
-		// Where next's upload would have begun, had it waited for complete.
-		if err := c.p.hook(StepMidUpload); err != nil {
-			e.abandon(err)
-			return nil, err
-		}
-		e.open()
-		next.early = e
+	if err := c.openEarly(next, e); err != nil {
+		return nil, err
 	}
 	return next, rerr
+}
+
+// openEarly lets s's early upload e land, now that its intent is durable,
+// and hands it to s; nothing when s did not go early.
+func (c *committer) openEarly(s *sealed, e *early) error {
+	if e == nil {
+		return nil
+	}
+	// Where s's upload would have begun, had it waited for the write.
+	if err := c.p.hook(StepMidUpload); err != nil {
+		e.abandon(err)
+		return err
+	}
+	e.open()
+	s.early = e
+	return nil
 }
 
 // leave drops an object the run will not write: its messages stay in Iggy

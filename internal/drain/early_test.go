@@ -36,6 +36,62 @@ func (r *refusingComplete) Complete(ctx context.Context, s state.State, d state.
 	return r.StateStore.Complete(ctx, s, d, ttl)
 }
 
+// refusingFirstIntent fails the write of the run's first intent, after a
+// pause in which the first object's early upload sends all it may.
+type refusingFirstIntent struct {
+	drain.StateStore
+	once sync.Once
+}
+
+func (r *refusingFirstIntent) SetIntent(ctx context.Context, s state.State, in state.Intent, ttl time.Duration) (state.State, error) {
+	refuse := false
+	r.once.Do(func() { refuse = true })
+	if refuse {
+		time.Sleep(300 * time.Millisecond)
+		return state.State{}, errRefused
+	}
+	return r.StateStore.SetIntent(ctx, s, in, ttl)
+}
+
+// TestFirstObjectWaitsForItsIntent: the run's first object is uploaded
+// beside the write of its intent, held at the gate. When that write
+// fails, nothing of the object is stored, and a run with another rotation
+// archives every offset once.
+func TestFirstObjectWaitsForItsIntent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		w.produce("first", 1, 60, 100)
+		set := w.settings("first", "first")
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
+		cfg := w.config(set)
+		s := w.sink(cfg, app.Options{State: &refusingFirstIntent{StateStore: w.stateStore(cfg.Plugin.StateTable)}})
+		puts := &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
+		s.Objects = puts
+		if _, err := s.Run(context.Background()); !errors.Is(err, errRefused) {
+			t.Fatalf("run whose first intent is refused: %v, want the refusal", err)
+		}
+		var first string
+		for key, err := range puts.errs {
+			if strings.HasSuffix(key, "-00000000000000000000-00000000000000000019.jsonl") {
+				first = key
+				if !errors.Is(err, s3store.ErrGateFailed) {
+					t.Fatalf("the upload of %s begun early returned %v, want it held and cancelled", key, err)
+				}
+			}
+		}
+		if first == "" {
+			t.Fatalf("no upload of offsets 0..19 was begun beside the write of its intent (puts: %v)", puts.errs)
+		}
+		if _, found, err := s.Objects.Head(context.Background(), first); err != nil || found {
+			t.Fatalf("%s is stored (%v) although the write of its intent failed", first, err)
+		}
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
+		next := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(next, "first", 10)
+		w.checkExactlyOnce(next, "first", "json_lines")
+	})
+}
+
 // TestNextObjectWaitsForItsIntent: the next object's upload begins beside
 // the state write that records its intent. When that write fails, nothing
 // of the next object is stored, and a run with another rotation archives

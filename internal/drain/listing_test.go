@@ -317,7 +317,7 @@ func TestVoidedKeyFencesItsErrorObject(t *testing.T) {
 		if body, err := fresh.Objects.Get(context.Background(), ekey); err != nil || len(body) != 0 {
 			t.Fatalf("the voided key's error object %s holds %d bytes (%v); want the empty fence", ekey, len(body), err)
 		}
-		if err, ok := puts.errs[ekey]; ok && !errors.Is(err, s3store.ErrConflict) {
+		if err, ok := puts.errs[ekey]; ok && !fencedOut(w, err) {
 			t.Fatalf("the stale run's error object write returned %v, want a conflict with the fence", err)
 		}
 		w.rejectedOnce(fresh, 30, 100)

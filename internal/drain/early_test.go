@@ -59,36 +59,8 @@ func (r *refusingFirstIntent) SetIntent(ctx context.Context, s state.State, in s
 // archives every offset once.
 func TestFirstObjectWaitsForItsIntent(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		w.produce("first", 1, 60, 100)
-		set := w.settings("first", "first")
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
-		cfg := w.config(set)
-		s := w.sink(cfg, app.Options{State: &refusingFirstIntent{StateStore: w.stateStore(cfg.Plugin.StateTable)}})
-		puts := &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
-		s.Objects = puts
-		if _, err := s.Run(context.Background()); !errors.Is(err, errRefused) {
-			t.Fatalf("run whose first intent is refused: %v, want the refusal", err)
-		}
-		var first string
-		for key, err := range puts.errs {
-			if strings.HasSuffix(key, "-00000000000000000000-00000000000000000019.jsonl") {
-				first = key
-				if !errors.Is(err, s3store.ErrGateFailed) {
-					t.Fatalf("the upload of %s begun early returned %v, want it held and cancelled", key, err)
-				}
-			}
-		}
-		if first == "" {
-			t.Fatalf("no upload of offsets 0..19 was begun beside the write of its intent (puts: %v)", puts.errs)
-		}
-		if _, found, err := s.Objects.Head(context.Background(), first); err != nil || found {
-			t.Fatalf("%s is stored (%v) although the write of its intent failed", first, err)
-		}
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
-		next := w.sink(w.config(set), app.Options{})
-		w.drainUntilQuiet(next, "first", 10)
-		w.checkExactlyOnce(next, "first", "json_lines")
+		refusedIntentHoldsItsUpload(t, w, "first", "-00000000000000000000-00000000000000000019.jsonl",
+			func(st drain.StateStore) drain.StateStore { return &refusingFirstIntent{StateStore: st} })
 	})
 }
 
@@ -99,35 +71,46 @@ func TestFirstObjectWaitsForItsIntent(t *testing.T) {
 // overlap that run's.
 func TestNextObjectWaitsForItsIntent(t *testing.T) {
 	eachBackend(t, func(t *testing.T, w *world) {
-		w.produce("early", 1, 60, 100)
-		set := w.settings("early", "early")
-		set["SINK_FILE_ROTATION"] = "messages"
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
-		cfg := w.config(set)
-		s := w.sink(cfg, app.Options{State: &refusingComplete{StateStore: w.stateStore(cfg.Plugin.StateTable)}})
-		puts := &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
-		s.Objects = puts
-		if _, err := s.Run(context.Background()); !errors.Is(err, errRefused) {
-			t.Fatalf("run whose state write is refused: %v, want the refusal", err)
-		}
-		var second string
-		for key, err := range puts.errs {
-			if strings.HasSuffix(key, "-00000000000000000020-00000000000000000039.jsonl") {
-				second = key
-				if !errors.Is(err, s3store.ErrGateFailed) {
-					t.Fatalf("the upload of %s begun early returned %v, want it held and cancelled", key, err)
-				}
+		refusedIntentHoldsItsUpload(t, w, "early", "-00000000000000000020-00000000000000000039.jsonl",
+			func(st drain.StateStore) drain.StateStore { return &refusingComplete{StateStore: st} })
+	})
+}
+
+// refusedIntentHoldsItsUpload runs topic's 60 messages at 20 per object
+// with the state store refuse wraps, which refuses the write of one
+// object's intent (the key ending in suffix) while that object's upload is
+// held at its gate: the upload must end with ErrGateFailed and nothing
+// stored, and a run at 30 per object must then archive every offset once.
+func refusedIntentHoldsItsUpload(t *testing.T, w *world, topic, suffix string, refuse func(drain.StateStore) drain.StateStore) {
+	t.Helper()
+	w.produce(topic, 1, 60, 100)
+	set := w.settings(topic, topic)
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
+	cfg := w.config(set)
+	s := w.sink(cfg, app.Options{State: refuse(w.stateStore(cfg.Plugin.StateTable))})
+	puts := &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}}
+	s.Objects = puts
+	if _, err := s.Run(context.Background()); !errors.Is(err, errRefused) {
+		t.Fatalf("run whose intent write is refused: %v, want the refusal", err)
+	}
+	var held string
+	for key, err := range puts.errs {
+		if strings.HasSuffix(key, suffix) {
+			held = key
+			if !errors.Is(err, s3store.ErrGateFailed) {
+				t.Fatalf("the upload of %s begun early returned %v, want it held and cancelled", key, err)
 			}
 		}
-		if second == "" {
-			t.Fatalf("no upload of offsets 20..39 was begun beside the state write (puts: %v)", puts.errs)
-		}
-		if _, found, err := s.Objects.Head(context.Background(), second); err != nil || found {
-			t.Fatalf("%s is stored (%v) although the write of its intent failed", second, err)
-		}
-		set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
-		next := w.sink(w.config(set), app.Options{})
-		w.drainUntilQuiet(next, "early", 10)
-		w.checkExactlyOnce(next, "early", "json_lines")
-	})
+	}
+	if held == "" {
+		t.Fatalf("no upload of *%s was begun beside the write of its intent (puts: %v)", suffix, puts.errs)
+	}
+	if _, found, err := s.Objects.Head(context.Background(), held); err != nil || found {
+		t.Fatalf("%s is stored (%v) although the write of its intent failed", held, err)
+	}
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
+	next := w.sink(w.config(set), app.Options{})
+	w.drainUntilQuiet(next, topic, 10)
+	w.checkExactlyOnce(next, topic, "json_lines")
 }

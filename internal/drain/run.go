@@ -63,6 +63,10 @@ func (r *Runner) Run(ctx context.Context) (sum *Summary, err error) {
 	}
 	conn, err := r.Dial(ctx)
 	if err != nil {
+		if signalled(ctx) {
+			sum.Stopped = "signal"
+			return sum, nil
+		}
 		return sum, fmt.Errorf("drain: %w", err)
 	}
 	if sp, ok := conn.(speaker); ok {
@@ -87,7 +91,10 @@ func (r *Runner) Run(ctx context.Context) (sum *Summary, err error) {
 	return sum, nil
 }
 
-// setup resolves every configured topic and joins its consumer group.
+// setup resolves every configured topic and joins its consumer group. A
+// signal during setup is a stop, as in a partition: the topics not reached
+// yet are drained by the next run. A deadline there stays an error: a run
+// that cannot even start in its time has a stalled server to report.
 func (r *Runner) setup(ctx context.Context, conn Conn) ([]*source.Topic, []job, error) {
 	var topics []*source.Topic
 	var jobs []job
@@ -99,6 +106,9 @@ func (r *Runner) setup(ctx context.Context, conn Conn) ([]*source.Topic, []job, 
 				err = conn.Join(ctx, t)
 			}
 			if err != nil {
+				if signalled(ctx) {
+					return topics, jobs, errs
+				}
 				errs = errors.Join(errs, err)
 				continue
 			}
@@ -186,6 +196,12 @@ func (r *Runner) cleanup(ctx context.Context, conn Conn, topics []*source.Topic,
 		sum.GroupsLeft++
 	}
 	conn.Close()
+}
+
+// signalled reports whether the run's context was cancelled (a signal, or
+// the handler's shutdown) rather than timed out.
+func signalled(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // stopReason says why the run ended early, if it did.

@@ -63,7 +63,7 @@ func (r *Runner) Run(ctx context.Context) (sum *Summary, err error) {
 	}
 	conn, err := r.Dial(ctx)
 	if err != nil {
-		if signalled(ctx) {
+		if stopped(ctx) == "signal" {
 			sum.Stopped = "signal"
 			return sum, nil
 		}
@@ -106,7 +106,7 @@ func (r *Runner) setup(ctx context.Context, conn Conn) ([]*source.Topic, []job, 
 				err = conn.Join(ctx, t)
 			}
 			if err != nil {
-				if signalled(ctx) {
+				if stopped(ctx) == "signal" {
 					return topics, jobs, errs
 				}
 				errs = errors.Join(errs, err)
@@ -196,12 +196,6 @@ func (r *Runner) cleanup(ctx context.Context, conn Conn, topics []*source.Topic,
 		sum.GroupsLeft++
 	}
 	conn.Close()
-}
-
-// signalled reports whether the run's context was cancelled (a signal, or
-// the handler's shutdown) rather than timed out.
-func signalled(ctx context.Context) bool {
-	return ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // stopReason says why the run ended early, if it did.

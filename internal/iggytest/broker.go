@@ -224,7 +224,7 @@ func (b *Broker) accept() {
 			b.cfg.log.Warn("iggytest accept failed", "err", err)
 			return
 		}
-		c := &conn{b: b, nc: nc, sess: &session{id: b.nextSession.Add(1)}, budget: int(b.closeAfterN.Load())}
+		c := &conn{b: b, nc: nc, sess: &session{id: b.nextSession.Add(1)}, budget: int(b.closeAfterN.Load()), done: make(chan struct{})}
 		b.connMu.Lock()
 		if b.closed {
 			b.connMu.Unlock()
@@ -249,15 +249,31 @@ func (b *Broker) Connections() int {
 }
 
 // DropConnections closes every live client connection, as a server does
-// when clients' TCP connections die: their group memberships go with them.
-// It returns how many it closed.
+// when clients' TCP connections die: their group memberships go with them,
+// before it returns (so a client that logs in next sees the groups without
+// them). It returns how many it closed.
 func (b *Broker) DropConnections() int {
 	b.connMu.Lock()
-	defer b.connMu.Unlock()
+	dropped := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {
 		_ = c.nc.Close()
+		dropped = append(dropped, c)
 	}
-	return len(b.conns)
+	b.connMu.Unlock()
+	// A connection's own goroutine drops its memberships once its read
+	// fails; wait for that, bounded so a handler held in a reply delay
+	// cannot hang the caller.
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for _, c := range dropped {
+		select {
+		case <-c.done:
+		case <-deadline.C:
+			b.cfg.log.Warn("iggytest connection still cleaning up after DropConnections", "client", c.sess.id)
+			return len(dropped)
+		}
+	}
+	return len(dropped)
 }
 
 // dropSession removes a closed connection from every consumer group, rebalancing as

@@ -34,6 +34,7 @@ type conn struct {
 	budget int // requests served before a forced close; 0 = unlimited
 	rbuf   []byte
 	wbuf   []byte
+	done   chan struct{} // closed once serve has cleaned up (memberships dropped)
 }
 
 func (c *conn) serve() {
@@ -54,6 +55,7 @@ func (c *conn) serve() {
 	b.connMu.Lock()
 	delete(b.conns, c)
 	b.connMu.Unlock()
+	close(c.done)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		log.Debug("iggytest connection ended", "err", err)
 		return

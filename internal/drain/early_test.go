@@ -77,9 +77,10 @@ func TestNextObjectWaitsForItsIntent(t *testing.T) {
 }
 
 // refusedIntentHoldsItsUpload runs topic's 60 messages at 20 per object
-// with the state store refuse wraps, which refuses the write of one
-// object's intent (the key ending in suffix) while that object's upload is
-// held at its gate: the upload must end with ErrGateFailed and nothing
+// with the state store refuse wraps, which refuses the state write that
+// records one object's intent (the key ending in suffix; for a next object
+// that write is the previous object's complete) while that object's upload
+// is held at its gate: the upload must end with ErrGateFailed and nothing
 // stored, and a run at 30 per object must then archive every offset once.
 func refusedIntentHoldsItsUpload(t *testing.T, w *world, topic, suffix string, refuse func(drain.StateStore) drain.StateStore) {
 	t.Helper()

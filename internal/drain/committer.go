@@ -37,7 +37,7 @@ type committer struct {
 	resume    uint64
 	hasResume bool
 	enc       *batch.Encoder // re-renders ranges (streamed objects, recovery)
-	zbuf      []byte
+	zbufs     buffers        // compression buffers of the uploads in flight
 	// renderedTS is the server time of the last message render read.
 	renderedTS uint64
 	// stored is the group's offset as last read or stored (valid if hasStored).
@@ -484,18 +484,31 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 			return nil, err
 		}
 	}
+	// The next object's upload begins as soon as the reader seals it, even
+	// while cur's is still going: held until complete has recorded its
+	// intent.
+	next, e, received, rerr := c.receiveBeside(ctx, cur, objects)
+	if rerr != nil && cur.early != nil {
+		cur.early.cancel(rerr) // as a lease lost during the upload ends it
+	}
 	w, err := c.upload(ctx, cur)
+	if err == nil && !received {
+		next, rerr = c.receive(ctx, objects)
+	}
 	if err != nil {
+		c.drop(next, e, err)
+		if rerr != nil {
+			return nil, rerr
+		}
 		return nil, err
 	}
-	next, rerr := c.receive(ctx, objects)
 	if next != nil && c.p.outOfTime(ctx) {
+		e.abandon(errors.New(stopDeadline))
 		c.leave(next, stopDeadline)
-		next = nil
+		next, e = nil, nil
 	}
-	var e *early
-	if next != nil && rerr == nil {
-		e = c.startEarly(ctx, next) // held until complete has recorded its intent
+	if next != nil && rerr == nil && e == nil {
+		e = c.startEarly(ctx, next)
 	}
 	if err := c.complete(ctx, cur, w, next); err != nil {
 		e.abandon(err)
@@ -509,6 +522,47 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		return nil, err
 	}
 	return next, rerr
+}
+
+// receiveBeside waits for the reader's next object while cur's early
+// upload runs, and begins the next one's upload, held at its gate, as soon
+// as it comes: the two PUTs overlap instead of following each other.
+// received is false when cur's upload ended first (or cur did not go
+// early, or the run is out of time): the caller receives after the upload,
+// as before.
+func (c *committer) receiveBeside(ctx context.Context, cur *sealed, objects <-chan *sealed) (next *sealed, e *early, received bool, err error) {
+	if cur.early == nil || c.p.outOfTime(ctx) {
+		return nil, nil, false, nil
+	}
+	uploaded := cur.early.done
+	err = c.await(ctx, func(ctx context.Context) error {
+		select {
+		case next = <-objects: // nil: the reader is done
+			received = true
+			return nil
+		case <-uploaded:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	if err != nil {
+		// The lease could not be kept: the upload ends with the step.
+		return nil, nil, true, err
+	}
+	if next != nil && !c.p.outOfTime(ctx) {
+		e = c.startEarly(ctx, next)
+	}
+	return next, e, received, nil
+}
+
+// drop ends an object received but never to be written by this run: its
+// early upload is abandoned (nothing stored) and its records stay in Iggy.
+func (c *committer) drop(s *sealed, e *early, why error) {
+	e.abandon(why)
+	if s != nil {
+		s.done()
+	}
 }
 
 // openEarly lets s's early upload e land, now that its intent is durable,

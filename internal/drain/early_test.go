@@ -115,3 +115,103 @@ func refusedIntentHoldsItsUpload(t *testing.T, w *world, topic, suffix string, r
 	w.drainUntilQuiet(next, topic, 10)
 	w.checkExactlyOnce(next, topic, "json_lines")
 }
+
+// overlapWatcher holds the PutObject of the object ending in first until
+// the upload of the one ending in second has begun (or 5 s have passed),
+// and then fails it when fail is set: the two uploads of one partition
+// overlap only if the next begins while the previous is in flight.
+type overlapWatcher struct {
+	*putWatcher
+	first, second string
+	fail          error
+	begun         chan struct{}
+	once          sync.Once
+	overlapped    bool
+}
+
+func (o *overlapWatcher) Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error) {
+	switch {
+	case strings.HasSuffix(obj.Key, o.second):
+		o.once.Do(func() { close(o.begun) })
+	case strings.HasSuffix(obj.Key, o.first):
+		select {
+		case <-o.begun:
+			o.overlapped = true
+		case <-time.After(5 * time.Second):
+		}
+		if o.fail != nil {
+			return s3store.Result{}, o.fail
+		}
+	}
+	return o.putWatcher.Put(ctx, obj, body)
+}
+
+// overlapRun runs topic's 60 messages at 20 per object through an
+// overlapWatcher on the first two objects, and returns it after the run.
+func overlapRun(t *testing.T, w *world, topic string, fail error) (*overlapWatcher, *app.Sink, map[string]string, error) {
+	t.Helper()
+	w.produce(topic, 1, 60, 100)
+	set := w.settings(topic, topic)
+	set["SINK_FILE_ROTATION"] = "messages"
+	set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
+	s := w.sink(w.config(set), app.Options{})
+	o := &overlapWatcher{putWatcher: &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}},
+		first: "-00000000000000000000-00000000000000000019.jsonl", second: "-00000000000000000020-00000000000000000039.jsonl",
+		fail: fail, begun: make(chan struct{})}
+	s.Objects = o
+	_, err := s.Run(context.Background())
+	return o, s, set, err
+}
+
+// TestNextUploadOverlapsThePrevious: the next object's upload begins as
+// soon as the reader seals it, while the previous object's is still in
+// flight (held at its gate until its intent is recorded), and the run
+// archives every offset once.
+func TestNextUploadOverlapsThePrevious(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		o, s, _, err := overlapRun(t, w, "overlap", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.overlapped {
+			t.Fatalf("the upload of *%s did not begin while *%s was uploading", o.second, o.first)
+		}
+		w.checkExactlyOnce(s, "overlap", "json_lines")
+	})
+}
+
+// TestFailedUploadAbandonsTheNext: when an object's upload fails while
+// the next one's is held at its gate, the next one ends with nothing
+// stored (its intent was never recorded), and a later run archives every
+// offset once.
+func TestFailedUploadAbandonsTheNext(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		injected := errors.New("injected: the store refused the upload")
+		o, s, set, err := overlapRun(t, w, "overlapfail", injected)
+		if !errors.Is(err, injected) {
+			t.Fatalf("run whose first upload fails: %v, want the failure", err)
+		}
+		if !o.overlapped {
+			t.Fatalf("the upload of *%s did not begin while *%s was uploading", o.second, o.first)
+		}
+		held := ""
+		for key, err := range o.errs {
+			if strings.HasSuffix(key, o.second) {
+				held = key
+				if !errors.Is(err, s3store.ErrGateFailed) {
+					t.Fatalf("the upload of %s returned %v, want it held and cancelled", key, err)
+				}
+			}
+		}
+		if held == "" {
+			t.Fatalf("no upload of *%s (puts: %v)", o.second, o.errs)
+		}
+		if _, found, err := s.Objects.Head(context.Background(), held); err != nil || found {
+			t.Fatalf("%s is stored (%v) although the object before it failed", held, err)
+		}
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "30"
+		next := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(next, "overlapfail", 10)
+		w.checkExactlyOnce(next, "overlapfail", "json_lines")
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -210,7 +211,8 @@ func (c *committer) writeData(ctx context.Context, key string, ts uint64, s *sea
 // renderAndPut renders s, built in memory, and writes its error object
 // (if records were rejected) and its data object, both held at gate when
 // there is one. It touches nothing of the committer but its compression
-// buffer, so it may run beside the committer's state write (early).
+// buffers, so it may run beside the committer's state write and beside
+// the upload of the object before (early).
 func (c *committer) renderAndPut(ctx context.Context, key string, ts uint64, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
 	data, errs, err := s.acc.Render()
 	if err != nil {
@@ -308,13 +310,18 @@ func (c *committer) object(key string) s3store.Object {
 	return s3store.Object{Key: key, ContentType: o.Records.Format.ContentType(), ContentEncoding: o.Compression.ContentEncoding()}
 }
 
+// put writes body, compressed when the configuration says so, under key.
+// Two puts may run at once (an object's upload and the next one's, held
+// at its gate), so each compresses into a buffer of its own.
 func (c *committer) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
 	if z := c.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
+		zbuf := c.zbufs.get()
+		defer func() { c.zbufs.put(zbuf) }()
 		var err error
-		if c.zbuf, err = batch.Compress(c.zbuf[:0], body, z); err != nil {
+		if zbuf, err = batch.Compress(zbuf[:0], body, z); err != nil {
 			return s3store.Result{}, err
 		}
-		body = c.zbuf
+		body = zbuf
 	}
 	obj := c.object(key)
 	obj.Gate = gate
@@ -449,4 +456,32 @@ func gapCauseOf(key string) string {
 		return CauseTooLarge
 	}
 	return CauseRetention
+}
+
+// buffers keeps a few compression buffers for reuse; safe for concurrent use.
+type buffers struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (b *buffers) get() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.free)
+	if n == 0 {
+		return nil
+	}
+	buf := b.free[n-1]
+	b.free = b.free[:n-1]
+	return buf
+}
+
+// put keeps buf for the next get; two are enough for the uploads that
+// may overlap.
+func (b *buffers) put(buf []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if buf != nil && len(b.free) < 2 {
+		b.free = append(b.free, buf)
+	}
 }

@@ -3,13 +3,17 @@ package drain_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
@@ -34,16 +38,22 @@ const benchObject = 8 << 20
 
 // BenchmarkDrain measures end-to-end throughput — Iggy broker -> sink ->
 // versitygw, 1 KiB JSON messages, json_lines, 8 MiB objects, 64 MiB per run
-// into one topic, run after run — in object bytes per second, next to BenchmarkPutObject (the same bytes in objects
-// of the same size, to the same server) in the same run:
+// into one topic, run after run — in object bytes per second, next to
+// BenchmarkPutObject (the same bytes in objects of the same size, to the
+// same server) in the same run:
 //
-//	go test ./internal/drain -run '^$' -bench 'Drain|PutObject' -benchtime 3x
+//	go test ./internal/drain -run '^$' -bench '^BenchmarkDrain$|^BenchmarkPutObject$' -benchtime 8x
 //
+// Every run is made by one sink, as a warm Lambda's invocations are. It
+// reports the CPU time moto_server, versitygw and this process (the sink
+// and the broker) spent per run: they share the machine's cores.
 // IGGY_TEST_PROTOCOL=0.8 (or 0.10) drains through that protocol's client;
 // BENCH_MEMSTATE=1 keeps the state in memory instead of moto_server;
 // BENCH_STATE_LATENCY=8ms keeps it in memory behind that round trip per
 // call, like DynamoDB seen from Lambda (a store that costs this machine
-// no CPU, which moto_server does).
+// no CPU, which moto_server does); BENCH_COLD=1 builds a sink per run, as
+// a Lambda container's first invocation does; BENCH_LOG=1 prints the
+// runs' logs and when each step of each object came.
 func BenchmarkDrain(b *testing.B) {
 	for _, parts := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
@@ -59,6 +69,7 @@ func BenchmarkDrain(b *testing.B) {
 			perPartition := max(1, 8/parts)*benchObject/1090 + 100
 			var bytesOut, msgs, objects uint64
 			writes := 0
+			var cpu [3]time.Duration // moto_server, versitygw, this process
 			b.ResetTimer()
 			// One topic for the whole benchmark, fed before every run, so that
 			// runs after the first measure the steady state (the partitions'
@@ -79,9 +90,11 @@ func BenchmarkDrain(b *testing.B) {
 				}
 				remote = &remoteState{StateStore: state.NewMemory(nil), latency: d}
 			}
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				appendRound(b, br, topic, perPartition, next)
+			// A warm Lambda keeps its sink from one invocation to the next
+			// (cmd/lambda), and so do the poller's runs; BENCH_COLD=1
+			// builds one per run, as a container's first invocation does.
+			var steps *stepTimer
+			newSink := func() *app.Sink {
 				set := map[string]string{
 					"IGGY_ADDRESS": br.Addr(), "IGGY_USERNAME": iggyUser, "IGGY_PASSWORD": iggyPassword,
 					"SINK_STREAM": "app", "SINK_TOPICS": topic, "SINK_BUCKET": bucket, "SINK_REGION": s3srv.Region,
@@ -94,6 +107,11 @@ func BenchmarkDrain(b *testing.B) {
 					b.Fatal(err)
 				}
 				opts := app.Options{CreateTable: true, Logger: slog.New(slog.DiscardHandler)}
+				if os.Getenv("BENCH_LOG") != "" {
+					steps = &stepTimer{t0: time.Now()}
+					opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+					opts.Hooks = []drain.Hook{steps}
+				}
 				if os.Getenv("BENCH_MEMSTATE") != "" {
 					opts.State = state.NewMemory(nil)
 				}
@@ -104,13 +122,30 @@ func BenchmarkDrain(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				return s
+			}
+			cold := os.Getenv("BENCH_COLD") != ""
+			var s *app.Sink
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				appendRound(b, br, topic, perPartition, next)
+				if s == nil || cold {
+					s = newSink()
+				}
+				if steps != nil {
+					steps.t0 = time.Now()
+				}
 				before := ddb.writes()
+				cpu0 := [3]time.Duration{procCPU(b, moto.PID), procCPU(b, s3srv.PID), procCPU(b, os.Getpid())}
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				for k, pid := range []int{moto.PID, s3srv.PID, os.Getpid()} {
+					cpu[k] += procCPU(b, pid) - cpu0[k]
+				}
 				writes += ddb.writes() - before
 				b.StartTimer()
 				bytesOut += sum.Bytes
@@ -122,13 +157,19 @@ func BenchmarkDrain(b *testing.B) {
 			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
 			if os.Getenv("BENCH_MEMSTATE") == "" && remote == nil && objects > 0 {
 				b.ReportMetric(float64(writes)/float64(objects), "statewrites/object")
+				b.ReportMetric(float64(cpu[0].Milliseconds())/float64(b.N), "moto-cpu-ms/op")
 			}
+			b.ReportMetric(float64(cpu[1].Milliseconds())/float64(b.N), "s3-cpu-ms/op")
+			b.ReportMetric(float64(cpu[2].Milliseconds())/float64(b.N), "self-cpu-ms/op")
 		})
 	}
 }
 
 // BenchmarkPutObject is the reference: plain PutObject of 8 MiB json_lines
-// objects to the same kind of server, through the same uploader.
+// objects to the same kind of server, through the same uploader. An
+// iteration puts 8 of them one after the other (64 MiB, a run's worth at
+// one partition), so that a few iterations measure long enough to be
+// compared with BenchmarkDrain's.
 func BenchmarkPutObject(b *testing.B) {
 	_, s3srv, _ := benchWorld(b)
 	s3srv.CreateBucket(b, "bench-put")
@@ -142,13 +183,20 @@ func BenchmarkPutObject(b *testing.B) {
 		body.Write(jsonPayload(0, n, 1024))
 		body.WriteByte('\n')
 	}
-	b.SetBytes(int64(body.Len()))
+	const perOp = 8
+	b.SetBytes(perOp * int64(body.Len()))
+	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := up.Put(context.Background(), s3store.Object{Key: fmt.Sprintf("put/%d.jsonl", i)}, body.Bytes()); err != nil {
-			b.Fatal(err)
+		cpu0 := procCPU(b, s3srv.PID)
+		for j := range perOp {
+			if _, err := up.Put(context.Background(), s3store.Object{Key: fmt.Sprintf("put/%d-%d.jsonl", i, j)}, body.Bytes()); err != nil {
+				b.Fatal(err)
+			}
 		}
+		cpu += procCPU(b, s3srv.PID) - cpu0
 	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "s3-cpu-ms/op")
 }
 
 // appendRound appends perPartition 1 KiB JSON messages to each partition
@@ -202,4 +250,33 @@ func (r *remoteState) Release(ctx context.Context, s state.State) error {
 func (r *remoteState) Get(ctx context.Context, key state.Key) (state.State, bool, error) {
 	r.wait()
 	return r.StateStore.Get(ctx, key)
+}
+
+// stepTimer prints when each step of each object came, from the run's
+// start (BENCH_LOG=1): where a run spends its time.
+type stepTimer struct{ t0 time.Time }
+
+func (t *stepTimer) OnStep(s drain.Step, p batch.Partition) error {
+	fmt.Fprintf(os.Stderr, "%6.1fms p%d %s\n", float64(time.Since(t.t0).Microseconds())/1000, p.ID, s)
+	return nil
+}
+func (t *stepTimer) OnRunEnd(sum *drain.Summary, err error) {
+	fmt.Fprintf(os.Stderr, "%6.1fms end\n", float64(time.Since(t.t0).Microseconds())/1000)
+}
+
+// procCPU is the CPU time (user and system) process pid has spent so far,
+// from /proc: the servers' share of a run, which the run's wall time hides.
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }

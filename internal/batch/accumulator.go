@@ -237,9 +237,12 @@ func (a *Accumulator) presize() {
 // done with (Release), so that a run does not allocate, zero and collect
 // one per object. A few are kept, whatever the garbage collector does (a
 // sync.Pool empties at every other collection, and 8 MiB buffers bring
-// collections often): a run has at most one accumulator of its own
-// beyond each partition's (the read-ahead slot).
-var objectBuffers = make(chan []byte, 2)
+// collections often): a run has one accumulator per partition drained at
+// once (partition_concurrency, 4 by default) and one more (the read-ahead
+// slot), and a warm Lambda's next run wants them all again. A buffer is
+// kept only after it was used, so the pool never holds more than a run
+// had at once: it never raises the peak.
+var objectBuffers = make(chan []byte, 8)
 
 // minPooled is the smallest buffer worth recycling.
 const minPooled = 1 << 20

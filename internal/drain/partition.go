@@ -122,6 +122,7 @@ func (p *partition) run(ctx context.Context, c *committer, readAhead chan struct
 	cerr := c.run(ctx, objects)
 	stop()
 	res := <-done
+	rd.release()
 	if errors.Is(res.err, context.Canceled) && ctx.Err() == nil {
 		res.err = nil // the committer ended first and stopped the reader
 	}

@@ -123,6 +123,19 @@ func (rd *reader) take(ctx context.Context) (*batch.Accumulator, func(), error) 
 	}
 }
 
+// release gives the buffers of the partition's own accumulator back for
+// the partitions drained after it, once both the reader and the committer
+// are done with it (an accumulator an object still holds is left to the
+// garbage collector): without it every partition drained allocates an
+// object-sized buffer, and the run pays for zeroing and faulting it in.
+func (rd *reader) release() {
+	select {
+	case a := <-rd.free:
+		a.Release()
+	default:
+	}
+}
+
 // run reads from next until the partition is drained, the run is out of
 // time, the partition moves, or ctx ends; it closes out when it returns.
 func (rd *reader) run(ctx context.Context, next uint64, out chan<- *sealed) readResult {
@@ -133,6 +146,11 @@ func (rd *reader) run(ctx context.Context, next uint64, out chan<- *sealed) read
 	}
 	if acc != nil && acc.Len() > 0 {
 		rd.res.pending, rd.res.pendingSince = uint64(acc.Len()), acc.FirstTimestamp()
+	}
+	if done != nil {
+		// The records left unsealed stay in Iggy: the accumulator goes back
+		// (a read-ahead one frees the run's slot for another partition).
+		done()
 	}
 	rd.res.invalid, rd.res.malformed = rd.enc.InvalidPayloads(), rd.enc.MalformedHeaders()
 	if errors.Is(err, errStop) {

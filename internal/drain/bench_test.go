@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,7 @@ func BenchmarkDrain(b *testing.B) {
 			var bytesOut, msgs, objects uint64
 			writes := 0
 			var cpu [3]time.Duration // moto_server, versitygw, this process
+			var allocated uint64     // bytes allocated during the runs
 			b.ResetTimer()
 			// One topic for the whole benchmark, fed before every run, so that
 			// runs after the first measure the steady state (the partitions'
@@ -137,12 +139,16 @@ func BenchmarkDrain(b *testing.B) {
 				}
 				before := ddb.writes()
 				cpu0 := [3]time.Duration{procCPU(b, moto.PID), procCPU(b, s3srv.PID), procCPU(b, os.Getpid())}
+				var mem0, mem1 runtime.MemStats
+				runtime.ReadMemStats(&mem0)
 				b.StartTimer()
 				sum, err := s.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				runtime.ReadMemStats(&mem1)
+				allocated += mem1.TotalAlloc - mem0.TotalAlloc
 				for k, pid := range []int{moto.PID, s3srv.PID, os.Getpid()} {
 					cpu[k] += procCPU(b, pid) - cpu0[k]
 				}
@@ -161,6 +167,7 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu[1].Milliseconds())/float64(b.N), "s3-cpu-ms/op")
 			b.ReportMetric(float64(cpu[2].Milliseconds())/float64(b.N), "self-cpu-ms/op")
+			b.ReportMetric(float64(allocated)/float64(b.N)/(1<<20), "alloc-MiB/op")
 		})
 	}
 }

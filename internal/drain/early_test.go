@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -116,27 +117,55 @@ func refusedIntentHoldsItsUpload(t *testing.T, w *world, topic, suffix string, r
 	w.checkExactlyOnce(next, topic, "json_lines")
 }
 
-// overlapWatcher holds the PutObject of the object ending in first until
-// the upload of the one ending in second has begun (or 5 s have passed),
-// and then fails it when fail is set: the two uploads of one partition
-// overlap only if the next begins while the previous is in flight.
+// overlapWatcher holds each partition's PutObject of the object ending in
+// first until the upload of the same partition's object ending in second
+// has begun (or 5 s have passed), and then fails it when fail is set: two
+// uploads of one partition overlap only if the next begins while the
+// previous is in flight.
 type overlapWatcher struct {
 	*putWatcher
 	first, second string
 	fail          error
-	begun         chan struct{}
-	once          sync.Once
-	overlapped    bool
+	mu            sync.Mutex
+	begun         map[string]chan struct{} // by the key up to the partition's number
+	overlapped    map[string]bool
+}
+
+func newOverlapWatcher(objects app.ObjectStore, fail error) *overlapWatcher {
+	return &overlapWatcher{putWatcher: &putWatcher{ObjectStore: objects, errs: map[string]error{}},
+		first: "-00000000000000000000-00000000000000000019.jsonl", second: "-00000000000000000020-00000000000000000039.jsonl",
+		fail: fail, begun: map[string]chan struct{}{}, overlapped: map[string]bool{}}
+}
+
+// partition returns the channel closed when the second object's upload
+// of the partition whose keys start with prefix begins.
+func (o *overlapWatcher) partition(prefix string) chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.begun[prefix] == nil {
+		o.begun[prefix] = make(chan struct{})
+	}
+	return o.begun[prefix]
 }
 
 func (o *overlapWatcher) Put(ctx context.Context, obj s3store.Object, body []byte) (s3store.Result, error) {
 	switch {
 	case strings.HasSuffix(obj.Key, o.second):
-		o.once.Do(func() { close(o.begun) })
-	case strings.HasSuffix(obj.Key, o.first):
+		ch := o.partition(strings.TrimSuffix(obj.Key, o.second))
+		o.mu.Lock()
 		select {
-		case <-o.begun:
-			o.overlapped = true
+		case <-ch:
+		default:
+			close(ch)
+		}
+		o.mu.Unlock()
+	case strings.HasSuffix(obj.Key, o.first):
+		prefix := strings.TrimSuffix(obj.Key, o.first)
+		select {
+		case <-o.partition(prefix):
+			o.mu.Lock()
+			o.overlapped[prefix] = true
+			o.mu.Unlock()
 		case <-time.After(5 * time.Second):
 		}
 		if o.fail != nil {
@@ -144,6 +173,19 @@ func (o *overlapWatcher) Put(ctx context.Context, obj s3store.Object, body []byt
 		}
 	}
 	return o.putWatcher.Put(ctx, obj, body)
+}
+
+// overlaps returns the partitions (key prefixes) whose two uploads
+// overlapped.
+func (o *overlapWatcher) overlaps() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []string
+	for k := range o.overlapped {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // overlapRun runs topic's 60 messages at 20 per object through an
@@ -155,9 +197,7 @@ func overlapRun(t *testing.T, w *world, topic string, fail error) (*overlapWatch
 	set["SINK_FILE_ROTATION"] = "messages"
 	set["SINK_MAX_MESSAGES_PER_FILE"] = "20"
 	s := w.sink(w.config(set), app.Options{})
-	o := &overlapWatcher{putWatcher: &putWatcher{ObjectStore: s.Objects, errs: map[string]error{}},
-		first: "-00000000000000000000-00000000000000000019.jsonl", second: "-00000000000000000020-00000000000000000039.jsonl",
-		fail: fail, begun: make(chan struct{})}
+	o := newOverlapWatcher(s.Objects, fail)
 	s.Objects = o
 	_, err := s.Run(context.Background())
 	return o, s, set, err
@@ -173,7 +213,7 @@ func TestNextUploadOverlapsThePrevious(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !o.overlapped {
+		if len(o.overlaps()) != 1 {
 			t.Fatalf("the upload of *%s did not begin while *%s was uploading", o.second, o.first)
 		}
 		w.checkExactlyOnce(s, "overlap", "json_lines")
@@ -191,7 +231,7 @@ func TestFailedUploadAbandonsTheNext(t *testing.T) {
 		if !errors.Is(err, injected) {
 			t.Fatalf("run whose first upload fails: %v, want the failure", err)
 		}
-		if !o.overlapped {
+		if len(o.overlaps()) != 1 {
 			t.Fatalf("the upload of *%s did not begin while *%s was uploading", o.second, o.first)
 		}
 		held := ""

@@ -283,7 +283,7 @@ func (c *committer) recover(ctx context.Context) error {
 		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
 	}
 	s.lastTS = c.renderedTS
-	return c.complete(ctx, s, w, nil)
+	return c.complete(ctx, s, w, nil, false)
 }
 
 // settle ends an intent that cannot be re-rendered. If the object reached S3
@@ -297,7 +297,7 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	}
 	if exists {
 		w := Written{Key: in.ObjectKey, First: in.First, Last: in.Last, Messages: in.Last - in.First + 1, Bytes: uint64(size), Existed: true}
-		return c.complete(ctx, &sealed{first: in.First, last: in.Last, done: func() {}}, w, nil)
+		return c.complete(ctx, &sealed{first: in.First, last: in.Last, done: func() {}}, w, nil, false)
 	}
 	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
@@ -321,7 +321,7 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	if err != nil {
 		return err
 	}
-	return c.complete(ctx, gap, w, nil)
+	return c.complete(ctx, gap, w, nil, false)
 }
 
 // groupAhead handles a group offset beyond the state's position (or a
@@ -369,7 +369,7 @@ func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if err := c.complete(ctx, skip, w, nil); err != nil {
+		if err := c.complete(ctx, skip, w, nil, false); err != nil {
 			return 0, err
 		}
 		if last == c.stored && !c.hasResume {
@@ -510,7 +510,9 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 	if next != nil && rerr == nil && e == nil {
 		e = c.startEarly(ctx, next)
 	}
-	if err := c.complete(ctx, cur, w, next); err != nil {
+	// Without a next object this is the partition's last state write of
+	// the run: it gives the lease back too.
+	if err := c.complete(ctx, cur, w, next, next == nil); err != nil {
 		e.abandon(err)
 		return nil, errors.Join(err, rerr)
 	}
@@ -601,8 +603,10 @@ func (c *committer) setIntent(ctx context.Context, s *sealed) error {
 }
 
 // complete marks cur written (recording next's intent in the same write
-// when there is a next) and then stores the group's offset.
-func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *sealed) error {
+// when there is a next, or giving the lease back when the run writes
+// nothing more to the partition's state: last) and then stores the
+// group's offset.
+func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *sealed, last bool) error {
 	if err := c.p.hook(StepUploaded); err != nil {
 		return err
 	}
@@ -614,6 +618,7 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 		in := c.intentFor(next)
 		d.Next = &in
 	}
+	d.Release = last
 	if err := c.write(ctx, StepStateWritten, func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Complete(ctx, st, d, c.p.r.Options.Lease)
 	}); err != nil {
@@ -638,13 +643,14 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 }
 
 // storeOffset stores last as the group's offset, never moving it back, and
-// only while the lease is ours: once it lapses, the next owner stores it.
+// only while the lease is ours, or would have been had the run's last
+// write not given it back: once it lapses, the next owner stores it.
 func (c *committer) storeOffset(ctx context.Context, last uint64) error {
 	if c.hasStored && c.stored >= last {
 		return nil
 	}
-	if time.Now().After(c.st.LeaseExpires) {
-		return fmt.Errorf("lease expired at %s before offset %d was stored; the partition's next owner stores it", c.st.LeaseExpires.Format(time.RFC3339Nano), last)
+	if expires := c.leaseExpires(); time.Now().After(expires) {
+		return fmt.Errorf("lease expired at %s before offset %d was stored; the partition's next owner stores it", expires.Format(time.RFC3339Nano), last)
 	}
 	err := c.p.conn.StoreOffset(ctx, c.p.topic, c.p.info.ID, last)
 	if errors.Is(err, source.ErrNotOwner) {
@@ -657,4 +663,18 @@ func (c *committer) storeOffset(ctx context.Context, last uint64) error {
 	}
 	c.stored, c.hasStored = last, true
 	return nil
+}
+
+// leaseExpires is when the lease lapses; for a lease the run's last write
+// gave back, when it would have lapsed. Another run may take a lease given
+// back at once, and store the group's offset before this run does: this
+// run's store then moves it back to the end of the run's last object until
+// the next run, which stores the state's position again (position). No
+// offset is archived twice or missed by that: the state, not the group,
+// says where archiving goes on.
+func (c *committer) leaseExpires() time.Time {
+	if c.st.Owner == "" {
+		return c.lastWrite.Add(c.p.r.Options.Lease)
+	}
+	return c.st.LeaseExpires
 }

@@ -31,13 +31,14 @@ import (
 
 // TestModel plays seeded random schedules against the in-process world:
 // rounds of 2–4 concurrent runs over 1–8 partitions, with runs killed at
-// any step, stalled past their lease, cut by a deadline; S3 and DynamoDB
+// any step, stalled past their lease or within it, cut by a deadline; S3 and DynamoDB
 // replies lost (applied, then an error) or requests failed (not applied);
 // retention deleting messages; the format, compression and rotation
 // changing between rounds, and changing back to an earlier one; the topic
 // deleted and re-created; a second topic added to the configuration later,
 // under time-first path templates that list both topics under one prefix;
-// an operator moving the consumer group past unarchived offsets; the state
+// an operator moving the consumer group past unarchived offsets; a late
+// offset store moving it back below what the sink archived; the state
 // table replaced by an empty one; the topic renamed; the server restarted
 // while runs share the group (rebalances); messages around a low
 // max_poll_bytes; payloads that are not JSON sent to error objects whose
@@ -48,7 +49,8 @@ import (
 // clean audit.
 //
 // MODEL_SEEDS=n runs seeds 1..n (default 300); MODEL_SEED=s runs seed s
-// alone. A failing seed prints the command that replays it.
+// alone. A failing seed prints the command that replays it, and its
+// schedule (MODEL_SCHEDULE=1 prints every seed's).
 func TestModel(t *testing.T) {
 	if os.Getenv("IGGY_TEST_ADDRESS") != "" {
 		t.Skip("needs the in-repo broker's retention and connection hooks; IGGY_TEST_ADDRESS points at a real server")
@@ -189,7 +191,7 @@ func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 	}
 	m.reconfigure()
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("MODEL_SCHEDULE") != "" {
 			t.Logf("schedule:\n  %s", strings.Join(m.log, "\n  "))
 			if os.Getenv("MODEL_DEBUG") != "" {
 				t.Logf("logs:\n%s", m.w.logs.String())
@@ -349,6 +351,9 @@ func (m *model) change(round int) {
 	if round > 0 && !recreated && m.rng.IntN(6) == 0 {
 		m.moveGroup(round)
 	}
+	if round > 0 && !recreated && m.rng.IntN(6) == 0 {
+		m.lateStore(round)
+	}
 	// Replaced before or after a re-creation, or both in one round: the
 	// fresh state item goes on with the generation S3 ties to the live
 	// incarnation (issue 21, item 2).
@@ -379,22 +384,54 @@ func (m *model) change(round int) {
 // moveGroup is an operator moving the consumer group of one partition
 // forward, between rounds, to an offset below the newest message.
 func (m *model) moveGroup(round int) {
-	p := m.rng.IntN(m.parts)
+	p, cur, ok := m.groupToMove()
 	high := uint64(len(m.w.sent(m.topic)[p]))
 	if high < 2 {
 		return
 	}
-	if m.unseen != nil && m.unseen[p] != nil {
-		if m.stateOf(p).Generation <= *m.unseen[p] {
-			return // the sink has not seen the re-creation here yet
-		}
-		m.unseen[p] = nil
-	}
 	to := uint64(m.rng.Int64N(int64(high - 1)))
-	cur, ok := m.w.iggy.GroupOffset(m.w.stream, m.topic, m.set["SINK_CONSUMER_GROUP"], uint32(p))
 	if ok && to <= cur {
 		return // not forward
 	}
+	if m.storeGroupOffset(round, p, to) {
+		m.movedTo[p] = max(m.movedTo[p], to)
+		m.note("round %d: an operator moved the group of partition %d to offset %d", round, p, to)
+	}
+}
+
+// lateStore is a run's offset store landing after another run's: a run
+// whose last write gave its lease back stores the group's offset after
+// that; another run may have taken the partition, archived more and
+// stored its offset first. The group's offset moves back, below what
+// the state records.
+func (m *model) lateStore(round int) {
+	p, cur, ok := m.groupToMove()
+	if !ok || cur == 0 {
+		return
+	}
+	to := uint64(m.rng.Int64N(int64(cur)))
+	if m.storeGroupOffset(round, p, to) {
+		m.note("round %d: a late offset store moved the group of partition %d back from %d to %d", round, p, cur, to)
+	}
+}
+
+// groupToMove draws a partition whose group offset may be moved, and
+// returns its offset (ok: one is stored).
+func (m *model) groupToMove() (p int, cur uint64, ok bool) {
+	p = m.rng.IntN(m.parts)
+	if m.unseen != nil && m.unseen[p] != nil {
+		if m.stateOf(p).Generation <= *m.unseen[p] {
+			return p, 0, false // the sink has not seen the re-creation here yet
+		}
+		m.unseen[p] = nil
+	}
+	cur, ok = m.w.iggy.GroupOffset(m.w.stream, m.topic, m.set["SINK_CONSUMER_GROUP"], uint32(p))
+	return p, cur, ok
+}
+
+// storeGroupOffset stores to as the group's offset of partition p, as a
+// member of the group; false when the server refused.
+func (m *model) storeGroupOffset(round, p int, to uint64) bool {
 	ctx := context.Background()
 	c, err := source.Open(ctx, source.Config{Address: m.w.iggy.Addr(), Username: m.w.user, Password: m.w.password})
 	if err != nil {
@@ -410,18 +447,17 @@ func (m *model) moveGroup(round int) {
 	}
 	if errors.Is(err, source.ErrNotOwner) {
 		// 0.8 keeps the partition with a member that has not left yet
-		// (after a restart, the rejoins are still settling): the operator
-		// could not move it this time.
+		// (after a restart, the rejoins are still settling): the store
+		// could not be made this time.
 		_ = c.Leave(ctx, tp)
-		m.note("round %d: an operator's move of partition %d was refused: %v", round, p, err)
-		return
+		m.note("round %d: a store of partition %d's group offset was refused: %v", round, p, err)
+		return false
 	}
 	if err != nil {
-		m.t.Fatalf("operator move: %v", err)
+		m.t.Fatalf("store the group's offset: %v", err)
 	}
 	_ = c.Leave(ctx, tp)
-	m.movedTo[p] = max(m.movedTo[p], to)
-	m.note("round %d: an operator moved the group of partition %d to offset %d", round, p, to)
+	return true
 }
 
 // stateOf reads partition p's state (the zero State when it has none),
@@ -522,11 +558,11 @@ func deref(p *uint64) any {
 }
 
 // runFaults draws what goes wrong in one run: a kill at some step, a stall
-// past the lease, a deadline; or nothing.
+// past the lease, a stall within it, a deadline; or nothing.
 func (m *model) runFaults() ([]drain.Hook, time.Duration, string) {
 	step := drain.Steps[m.rng.IntN(len(drain.Steps))]
 	nth := int64(1 + m.rng.IntN(4))
-	switch m.rng.IntN(5) {
+	switch m.rng.IntN(6) {
 	case 0:
 		var hits, done countOnce
 		return crashAt(func(s drain.Step, _ batch.Partition) error {
@@ -543,6 +579,18 @@ func (m *model) runFaults() ([]drain.Hook, time.Duration, string) {
 			}
 			return nil
 		}), 0, fmt.Sprintf("stalled past its lease at %s #%d", step, nth)
+	case 3:
+		// Within the lease: after the write that gives the lease back
+		// (before-offset-store of a partition's last object), another run
+		// may take the partition and store its offset first.
+		d := time.Duration(50+m.rng.IntN(500)) * time.Millisecond
+		var hits, done countOnce
+		return crashAt(func(s drain.Step, _ batch.Partition) error {
+			if s == step && hits.add() == nth && done.first() {
+				time.Sleep(d)
+			}
+			return nil
+		}), 0, fmt.Sprintf("stalled %s at %s #%d", d, step, nth)
 	case 2:
 		d := time.Duration(20+m.rng.IntN(300)) * time.Millisecond
 		return nil, d, fmt.Sprintf("deadline %s", d)

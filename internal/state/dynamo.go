@@ -244,7 +244,7 @@ func (d *Dynamo) Complete(ctx context.Context, s State, done Done, ttl time.Dura
 	if err := checkComplete(s, done, ttl); err != nil {
 		return State{}, err
 	}
-	return d.write(ctx, "complete", s, ttl, complete(done))
+	return d.write(ctx, "complete", s, leaseAfter(done, ttl), complete(done))
 }
 
 // Adopt implements Store.

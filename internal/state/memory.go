@@ -72,7 +72,7 @@ func (m *Memory) SetIntent(ctx context.Context, s State, in Intent, ttl time.Dur
 
 // Complete implements Store.
 func (m *Memory) Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error) {
-	return m.update(ctx, "complete", s, ttl, func() error { return checkComplete(s, d, ttl) }, complete(d))
+	return m.update(ctx, "complete", s, leaseAfter(d, ttl), func() error { return checkComplete(s, d, ttl) }, complete(d))
 }
 
 // Abandon implements Store.

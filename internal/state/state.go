@@ -76,6 +76,9 @@ type Done struct {
 	// Next, when set, records the next object's intent in the same write:
 	// in steady state one conditional write per object.
 	Next *Intent
+	// Release gives the lease back in the same write, as Release does: the
+	// run writes nothing more to the partition's state. Not with Next.
+	Release bool
 }
 
 // Carried is what CarryOver moves from one item to another.
@@ -111,7 +114,7 @@ type Store interface {
 	// SetIntent records an unfinished object; condition: owner and version match s. Extends the lease by ttl.
 	SetIntent(ctx context.Context, s State, in Intent, ttl time.Duration) (State, error)
 	// Complete marks s.Intent written: LastWritten = Intent.Last, LastTimestamp = d.LastTimestamp, HasWritten = true, counters += d,
-	// Objects++, and the intent becomes d.Next (nil clears it).
+	// Objects++, and the intent becomes d.Next (nil clears it). Extends the lease by ttl, or with d.Release gives it back.
 	Complete(ctx context.Context, s State, d Done, ttl time.Duration) (State, error)
 	// Abandon drops the unfinished intent without advancing LastWritten, so
 	// its range is read again (retention removed part of it before upload).
@@ -202,6 +205,9 @@ func checkComplete(s State, d Done, ttl time.Duration) error {
 	}
 	if s.Intent == nil {
 		return fmt.Errorf("state: complete %s: no intent recorded (call SetIntent before uploading)", s.Key)
+	}
+	if d.Release && d.Next != nil {
+		return fmt.Errorf("state: complete %s: cannot release the lease and record the next intent in one write", s.Key)
 	}
 	if n := d.Next; n != nil {
 		switch {
@@ -307,7 +313,19 @@ func complete(d Done) func(*State) {
 		s.Messages += d.Messages
 		s.Bytes += d.Bytes
 		s.GapMessages += d.GapMessages
+		if d.Release {
+			release(s)
+		}
 	}
+}
+
+// leaseAfter is the lease duration a write of done stores: none when it
+// releases the lease.
+func leaseAfter(d Done, ttl time.Duration) time.Duration {
+	if d.Release {
+		return 0
+	}
+	return ttl
 }
 
 func abandon(s *State) { s.Intent = nil }

@@ -462,6 +462,43 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		}
 	})
 
+	t.Run("CompleteReleases", func(t *testing.T) {
+		st, clock := setup(t)
+		s := mustAcquire(t, st, "run-a")
+		in := Intent{First: 0, Last: 9, ObjectKey: "k-0-9"}
+		s, err := st.SetIntent(ctx, s, in, ttl)
+		if err != nil {
+			t.Fatalf("SetIntent: %v", err)
+		}
+		next := Intent{First: 10, Last: 19, ObjectKey: "k-10-19"}
+		if _, err := st.Complete(ctx, s, Done{Messages: 10, Next: &next, Release: true}, ttl); err == nil || !strings.Contains(err.Error(), "cannot release") {
+			t.Fatalf("Complete releasing with a next intent: err = %v", err)
+		}
+		clock.Advance(time.Second)
+		got, err := st.Complete(ctx, s, Done{Messages: 10, Bytes: 70, LastTimestamp: 1_700_000_000_000_009, Release: true}, ttl)
+		if err != nil {
+			t.Fatalf("Complete releasing: %v", err)
+		}
+		want := State{Key: testKey, Version: 3, UpdatedAt: clock.Now(), HasWritten: true, LastWritten: 9,
+			LastTimestamp: 1_700_000_000_000_009, Objects: 1, Messages: 10, Bytes: 70}
+		assertState(t, "Complete releasing", got, want)
+		assertState(t, "Get", mustGet(t, st), want)
+		if err := st.Release(ctx, got); err != nil { // what the run's end does: nothing left to give back
+			t.Fatalf("Release after a releasing Complete: %v", err)
+		}
+		assertState(t, "Get after Release", mustGet(t, st), want)
+		b, err := st.Acquire(ctx, testKey, "run-b", ttl) // at once, no expiry to wait for
+		if err != nil {
+			t.Fatalf("Acquire after a releasing Complete: %v", err)
+		}
+		if b.Owner != "run-b" || b.LastWritten != 9 || b.Intent != nil {
+			t.Fatalf("Acquire after a releasing Complete: %s", stateString(b))
+		}
+		if _, err := st.SetIntent(ctx, got, Intent{First: 10, Last: 19, ObjectKey: "k-10-19"}, ttl); err == nil {
+			t.Fatal("a released state wrote again")
+		}
+	})
+
 	t.Run("AdoptAndReset", func(t *testing.T) {
 		st, _ := setup(t)
 		s := mustAcquire(t, st, "run-a")

@@ -37,7 +37,7 @@ type committer struct {
 	resume    uint64
 	hasResume bool
 	enc       *batch.Encoder // re-renders ranges (streamed objects, recovery)
-	zbufs     buffers        // compression buffers of the uploads in flight
+	zbufs     chan []byte    // compression buffers kept for the uploads that may overlap (two)
 	// renderedTS is the server time of the last message render read.
 	renderedTS uint64
 	// stored is the group's offset as last read or stored (valid if hasStored).
@@ -55,7 +55,7 @@ func newCommitter(p *partition, st state.State, ps *PartitionSummary) (*committe
 		return nil, err
 	}
 	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
-	return &committer{p: p, st: st, ps: ps, names: names, enc: enc, lastWrite: time.Now()}, nil
+	return &committer{p: p, st: st, ps: ps, names: names, enc: enc, lastWrite: time.Now(), zbufs: make(chan []byte, 2)}, nil
 }
 
 // start brings the state up to date and returns the first offset to read.

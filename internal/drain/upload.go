@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -315,8 +314,17 @@ func (c *committer) object(key string) s3store.Object {
 // at its gate), so each compresses into a buffer of its own.
 func (c *committer) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
 	if z := c.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
-		zbuf := c.zbufs.get()
-		defer func() { c.zbufs.put(zbuf) }()
+		var zbuf []byte
+		select {
+		case zbuf = <-c.zbufs:
+		default:
+		}
+		defer func() {
+			select {
+			case c.zbufs <- zbuf:
+			default:
+			}
+		}()
 		var err error
 		if zbuf, err = batch.Compress(zbuf[:0], body, z); err != nil {
 			return s3store.Result{}, err
@@ -456,32 +464,4 @@ func gapCauseOf(key string) string {
 		return CauseTooLarge
 	}
 	return CauseRetention
-}
-
-// buffers keeps a few compression buffers for reuse; safe for concurrent use.
-type buffers struct {
-	mu   sync.Mutex
-	free [][]byte
-}
-
-func (b *buffers) get() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := len(b.free)
-	if n == 0 {
-		return nil
-	}
-	buf := b.free[n-1]
-	b.free = b.free[:n-1]
-	return buf
-}
-
-// put keeps buf for the next get; two are enough for the uploads that
-// may overlap.
-func (b *buffers) put(buf []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if buf != nil && len(b.free) < 2 {
-		b.free = append(b.free, buf)
-	}
 }

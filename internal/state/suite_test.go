@@ -61,6 +61,14 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		}
 		return s
 	}
+	mustSetIntent := func(t *testing.T, st Store, s State, in Intent) State {
+		t.Helper()
+		s, err := st.SetIntent(ctx, s, in, ttl)
+		if err != nil {
+			t.Fatalf("SetIntent: %v", err)
+		}
+		return s
+	}
 	mustGet := func(t *testing.T, st Store) State {
 		t.Helper()
 		s, ok, err := st.Get(ctx, testKey)
@@ -131,16 +139,13 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		s := mustAcquire(t, st, "run-a")
 		clock.Advance(time.Second)
 		in1 := Intent{First: 0, Last: 99, ObjectKey: "p/00003-0-99.jsonl"}
-		s, err := st.SetIntent(ctx, s, in1, ttl)
-		if err != nil {
-			t.Fatalf("SetIntent: %v", err)
-		}
+		s = mustSetIntent(t, st, s, in1)
 		want := State{Key: testKey, Owner: "run-a", Version: 2, LeaseExpires: clock.Now().Add(ttl), UpdatedAt: clock.Now(), Intent: &in1}
 		assertState(t, "SetIntent", s, want)
 		assertState(t, "Get after SetIntent", mustGet(t, st), want)
 
 		clock.Advance(time.Second)
-		s, err = st.Complete(ctx, s, Done{Messages: 100, Bytes: 5000}, ttl)
+		s, err := st.Complete(ctx, s, Done{Messages: 100, Bytes: 5000}, ttl)
 		if err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
@@ -435,13 +440,10 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		st, clock := setup(t)
 		s := mustAcquire(t, st, "run-a")
 		in1 := Intent{First: 0, Last: 9, ObjectKey: "k-0-9"}
-		s, err := st.SetIntent(ctx, s, in1, ttl)
-		if err != nil {
-			t.Fatalf("SetIntent: %v", err)
-		}
+		s = mustSetIntent(t, st, s, in1)
 		clock.Advance(time.Second)
 		in2 := Intent{First: 10, Last: 24, ObjectKey: "k-10-24", FirstTimestamp: 1_700_000_000_000_010}
-		s, err = st.Complete(ctx, s, Done{Messages: 10, Bytes: 70, Next: &in2, LastTimestamp: 1_700_000_000_000_009}, ttl)
+		s, err := st.Complete(ctx, s, Done{Messages: 10, Bytes: 70, Next: &in2, LastTimestamp: 1_700_000_000_000_009}, ttl)
 		if err != nil {
 			t.Fatalf("Complete with Next: %v", err)
 		}
@@ -466,10 +468,7 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 		st, clock := setup(t)
 		s := mustAcquire(t, st, "run-a")
 		in := Intent{First: 0, Last: 9, ObjectKey: "k-0-9"}
-		s, err := st.SetIntent(ctx, s, in, ttl)
-		if err != nil {
-			t.Fatalf("SetIntent: %v", err)
-		}
+		s = mustSetIntent(t, st, s, in)
 		next := Intent{First: 10, Last: 19, ObjectKey: "k-10-19"}
 		if _, err := st.Complete(ctx, s, Done{Messages: 10, Next: &next, Release: true}, ttl); err == nil || !strings.Contains(err.Error(), "cannot release") {
 			t.Fatalf("Complete releasing with a next intent: err = %v", err)
@@ -516,10 +515,7 @@ func runStoreSuite(t *testing.T, newStore newStoreFunc, skips map[string]string)
 			t.Fatalf("Skip: %v", err)
 		}
 		in := Intent{First: 42, Last: 50, ObjectKey: "k"}
-		pending, err := st.SetIntent(ctx, s, in, ttl)
-		if err != nil {
-			t.Fatalf("SetIntent: %v", err)
-		}
+		pending := mustSetIntent(t, st, s, in)
 		// The old incarnation's intent goes in the same write.
 		if _, err := st.Reset(ctx, pending, 1800, 0, ttl); err == nil {
 			t.Fatal("Reset to the state's own generation was accepted")

@@ -226,6 +226,11 @@ var (
 	ErrProtocolMismatch = vsrconn.ErrProtocolMismatch
 	// ErrEvicted reports a session the server ended.
 	ErrEvicted = vsrconn.ErrEvicted
+	// ErrLoginRefused reports credentials the server refused (a wrong
+	// user name, password or token, an inactive user), in any protocol.
+	// The error names the identity, never the secret; the caller knows
+	// which settings hold the credentials.
+	ErrLoginRefused = vsrconn.ErrLoginRefused
 )
 
 // ErrNotOwner reports that this member does not (or no longer) own the

@@ -85,9 +85,23 @@ func openLegacy(ctx context.Context, cfg Config, tlsCfg *tls.Config) (*Conn, err
 			return nil, fmt.Errorf("iggy: login to %s as %s: %w: %s before answering; is %s the TCP address of an %s (default port 8090)?",
 				cfg.Address, who(cfg), ErrConnectionLost, why, cfg.Address, serverKind(cfg.Protocol))
 		}
+		if refusedLegacyLogin(cfg, err) {
+			return nil, fmt.Errorf("iggy: login to %s as %s: %w: %w", cfg.Address, who(cfg), ErrLoginRefused, err)
+		}
 		return nil, fmt.Errorf("iggy: login to %s as %s: %w", cfg.Address, who(cfg), err)
 	}
 	return newConn(cfg, l, "Iggy 0.8 (legacy protocol)"), nil
+}
+
+// refusedLegacyLogin says whether the SDK's login error refuses the
+// credentials: one of the codes vsrconn.RefusesLogin knows, or, for a
+// token, 0.8.0's answer to one it does not know (ResourceNotFound).
+func refusedLegacyLogin(cfg Config, err error) bool {
+	var ie ierror.IggyError
+	if !errors.As(err, &ie) {
+		return false
+	}
+	return vsrconn.RefusesLogin(uint32(ie.Code())) || cfg.Token != "" && errors.Is(err, ierror.ErrResourceNotFound)
 }
 
 // serverKind is what an error calls the server the sink expected.

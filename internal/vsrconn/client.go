@@ -175,6 +175,9 @@ func (c *Client) register(ctx context.Context) error {
 		return err
 	}
 	if rep.hdr.Status != 0 {
+		if RefusesLogin(rep.hdr.Status) {
+			return fmt.Errorf("%w: %w", ErrLoginRefused, &vsr.ServerError{Code: rep.hdr.Status})
+		}
 		return &vsr.ServerError{Code: rep.hdr.Status}
 	}
 	if len(rep.body) == 0 {
@@ -183,6 +186,9 @@ func (c *Client) register(ctx context.Context) error {
 	payload, err := vsr.SplitResult(rep.body)
 	if err != nil {
 		var se *vsr.ServerError
+		if errors.As(err, &se) && RefusesLogin(se.Code) {
+			return c.primary.cut(fmt.Errorf("%w: %w: %w", ErrConnectionLost, ErrLoginRefused, se))
+		}
 		if errors.As(err, &se) {
 			return c.primary.cut(fmt.Errorf("%w: login refused: %w", ErrConnectionLost, se))
 		}

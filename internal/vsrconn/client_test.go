@@ -151,15 +151,20 @@ func TestIncompatibleEvictionNamesTheRange(t *testing.T) {
 	}
 }
 
+// TestLoginRefusals: an eviction of the login says why and never shows the
+// secret; one that refuses the credentials is ErrLoginRefused (the caller
+// names the settings that hold them), one that refuses the login's form is not.
 func TestLoginRefusals(t *testing.T) {
 	for _, tc := range []struct {
-		reason vsr.EvictionReason
-		cfg    Config
-		want   string
+		reason  vsr.EvictionReason
+		cfg     Config
+		want    string
+		refused bool
 	}{
-		{vsr.EvictInvalidCredentials, Config{Username: "reader", Password: "pw-77-never-shown"}, "invalid credentials"},
-		{vsr.EvictInvalidToken, Config{Token: "tok-88-never-shown"}, "invalid personal access token"},
-		{vsr.EvictMalformedLogin, Config{Username: "reader", Password: "pw-77-never-shown"}, "malformed login"},
+		{vsr.EvictInvalidCredentials, Config{Username: "reader", Password: "pw-77-never-shown"}, "invalid credentials", true},
+		{vsr.EvictInvalidToken, Config{Token: "tok-88-never-shown"}, "invalid personal access token", true},
+		{vsr.EvictUserInactive, Config{Username: "reader", Password: "pw-77-never-shown"}, "user inactive", true},
+		{vsr.EvictMalformedLogin, Config{Username: "reader", Password: "pw-77-never-shown"}, "malformed login", false},
 	} {
 		srv := startFake(t, func(_ *fakeConn, h vsr.RequestHeader, _ []byte) []byte { return evict(h, tc.reason, 0, 0) })
 		cfg := tc.cfg
@@ -169,12 +174,43 @@ func TestLoginRefusals(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "never-shown") {
 			t.Fatalf("%s: error %q (must say %q and never show the secret)", tc.reason, err, tc.want)
 		}
+		if errors.Is(err, ErrLoginRefused) != tc.refused {
+			t.Fatalf("%s: errors.Is(%q, ErrLoginRefused) = %v, want %v", tc.reason, err, !tc.refused, tc.refused)
+		}
 		if tc.cfg.Token != "" {
 			l, err := vsr.DecodeLogin(srv.received()[0].body, vsr.V011)
 			if err != nil || !l.PAT || l.Token != tc.cfg.Token {
 				t.Fatalf("token login body %+v %v", l, err)
 			}
 		}
+	}
+}
+
+// TestLoginRefusedByStatus: a server may refuse a login with an error code
+// (in the header or the result section) instead of an eviction; credential
+// codes are ErrLoginRefused, others (a malformed body) are not.
+func TestLoginRefusedByStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reply   func(h vsr.RequestHeader) []byte
+		refused bool
+	}{
+		{"header 42", func(h vsr.RequestHeader) []byte { return replyTo(vsr.V011, h, vsr.StatusInvalidCredentials, nil) }, true},
+		{"result 42", func(h vsr.RequestHeader) []byte {
+			return replyTo(vsr.V011, h, 0, vsr.AppendResultError(nil, vsr.StatusInvalidCredentials))
+		}, true},
+		{"header 4", func(h vsr.RequestHeader) []byte { return replyTo(vsr.V011, h, vsr.StatusInvalidFormat, nil) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startFake(t, func(_ *fakeConn, h vsr.RequestHeader, _ []byte) []byte { return tc.reply(h) })
+			_, err := Dial(context.Background(), Config{Address: srv.addr(), Username: "reader", Password: "pw-99-never-shown", Dialect: vsr.V011, Keepalive: -1})
+			if err == nil || strings.Contains(err.Error(), "never-shown") {
+				t.Fatalf("Dial = %v, want a refusal that never shows the password", err)
+			}
+			if errors.Is(err, ErrLoginRefused) != tc.refused {
+				t.Fatalf("errors.Is(%q, ErrLoginRefused) = %v, want %v", err, !tc.refused, tc.refused)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package vsrconn
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
@@ -26,7 +27,27 @@ var (
 	// ErrRouteRefused: a partition's primary is a node the cluster
 	// metadata does not list; the client never dials it.
 	ErrRouteRefused = errors.New("partition route to an unknown node refused")
+	// ErrLoginRefused: the server refused the credentials (a wrong user
+	// name, password or token, an inactive user). The error names which
+	// identity, never its secret; the caller knows which settings hold it.
+	ErrLoginRefused = errors.New("the Iggy server refused the login")
 )
+
+// Iggy error codes (protocol 0.11/0.12, and 0.8's) that refuse a login's
+// credentials rather than its form: unauthenticated, unauthorized, invalid
+// credentials, invalid username, invalid password, user inactive, invalid
+// personal access token.
+var refusedLoginCodes = []uint32{40, 41, 42, 43, 44, 47, 53}
+
+// RefusesLogin reports whether an Iggy error code refuses a login's
+// credentials.
+func RefusesLogin(code uint32) bool { return slices.Contains(refusedLoginCodes, code) }
+
+// refusesLogin reports whether an eviction ends a login for its
+// credentials.
+func refusesLogin(r vsr.EvictionReason) bool {
+	return r == vsr.EvictInvalidCredentials || r == vsr.EvictInvalidToken || r == vsr.EvictUserInactive
+}
 
 // EvictedError is an eviction frame: the session is over.
 type EvictedError struct {
@@ -45,7 +66,12 @@ func (e *EvictedError) Error() string {
 	return fmt.Sprintf("%s: %s (eviction reason %d)", ErrEvicted, ev.Reason, uint8(ev.Reason))
 }
 
-func (e *EvictedError) Unwrap() []error { return []error{ErrEvicted, ErrConnectionLost} }
+func (e *EvictedError) Unwrap() []error {
+	if refusesLogin(e.Eviction.Reason) {
+		return []error{ErrEvicted, ErrConnectionLost, ErrLoginRefused}
+	}
+	return []error{ErrEvicted, ErrConnectionLost}
+}
 
 // LegacyServerError says the peer answered in Iggy 0.8's framing.
 type LegacyServerError struct{ Address string }

@@ -26,7 +26,7 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
+			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
 			for k, v := range tc.env {
 				env[k] = v
 			}

@@ -97,7 +97,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != "" || cfg.Plugin.TableFormat == "iceberg"
 	var awsCfg aws.Config
 	if needAWS {
-		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Plugin.Region), awsconfig.WithHTTPClient(awsHTTPClient(&cfg.Plugin)))
+		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.ServicesRegion), awsconfig.WithHTTPClient(awsHTTPClient(&cfg.Plugin)))
 		if err != nil {
 			return nil, fmt.Errorf("aws configuration: %w", err)
 		}

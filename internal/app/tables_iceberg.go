@@ -60,7 +60,7 @@ func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.C
 		defer cancel()
 		var err error
 		cat, err = icetable.OpenCatalog(octx, icetable.CatalogOptions{
-			Kind: p.IcebergCatalog, URI: p.IcebergCatalogURI, Warehouse: p.IcebergWarehouse, Region: p.Region,
+			Kind: p.IcebergCatalog, URI: p.IcebergCatalogURI, Warehouse: p.IcebergWarehouse, Region: s.Config.ServicesRegion,
 			AWS: awsCfg, Files: files, ResponseTimeout: p.AWSRequestTimeout,
 		})
 		if err != nil {

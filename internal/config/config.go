@@ -24,6 +24,18 @@ type Config struct {
 	// (path, plugin_config_format, benchmark, streams[i].avro_schema_path, ...):
 	// accepted and not acted on, for the caller to log once.
 	Ignored []string
+	// ServicesRegion is the region of everything but the bucket: the state
+	// table, the credentials secret, the Iceberg catalog and, on Lambda, the
+	// function itself. It is AWS_REGION (AWS_DEFAULT_REGION) when set - on
+	// Lambda the function's region, where the stack made them - else
+	// plugin_config.region, which is the bucket's.
+	ServicesRegion string
+	// Replaced lists the file's values that environment variables replaced,
+	// for the caller to log once: a deployment that sets a variable by
+	// mistake must not change the configuration in silence.
+	Replaced []Replacement
+
+	origin origin
 }
 
 // Stream is one [[streams]] entry: one consumer per topic, all in ConsumerGroup.

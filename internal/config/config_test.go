@@ -171,7 +171,7 @@ password = "file-pass"
 		got, want any
 	}{
 		{"bucket", c.Plugin.Bucket, "env-bucket"},
-		{"prefix cleared by empty SINK_PREFIX", c.Plugin.Prefix, ""},
+		{"prefix kept: an empty SINK_PREFIX is unset, as every empty variable", c.Plugin.Prefix, "from-file"},
 		{"max_file_size", c.Plugin.MaxFileSize, int64(2_000_000)},
 		{"include_headers", c.Plugin.IncludeHeaders, true},
 		{"compression kept", c.Plugin.Compression, "gzip"},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -75,4 +76,41 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// MissingError reports several required settings missing at once.
+type MissingError struct {
+	File    string   // configuration file, if any
+	Missing []*Error // one per setting, in the order of the option table
+}
+
+func (e *MissingError) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.File != "" {
+		b.WriteString(e.File + ": ")
+	}
+	fmt.Fprintf(&b, "%d required settings are missing (set each in the file or by its environment variable):", len(e.Missing))
+	for _, m := range e.Missing {
+		b.WriteString("\n  - ")
+		b.WriteString(strings.TrimPrefix(m.Error(), "config: "+prefixOf(m)))
+	}
+	return b.String()
+}
+
+// prefixOf is the file part Error.Error writes before the key.
+func prefixOf(e *Error) string {
+	if e.File != "" && !e.FromEnv {
+		return e.File + ": "
+	}
+	return ""
+}
+
+// Unwrap gives each missing setting's *Error to errors.As and errors.Is.
+func (e *MissingError) Unwrap() []error {
+	out := make([]error, len(e.Missing))
+	for i, m := range e.Missing {
+		out[i] = m
+	}
+	return out
 }

@@ -23,7 +23,7 @@ func TestKeysCannotLeaveThePrefix(t *testing.T) {
 		{"template {stream}-{topic}", map[string]string{"SINK_PATH_TEMPLATE": "{stream}-{topic}"}, []string{"SINK_PATH_TEMPLATE", "{stream} and {topic}"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
+			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
 			for k, v := range tc.env {
 				env[k] = v
 			}
@@ -64,7 +64,7 @@ func TestNamesRenderingAlikeRefused(t *testing.T) {
 		{"empty name:", "[[streams]]\nstream = \"app\"\ntopics = [\"name:\"]\n", []string{"streams[0].topics", `"name:" must be followed`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadString(t, tc.doc+"[plugin_config]\nbucket = \"b\"\nregion = \"r\"\n", nil)
+			c, err := loadString(t, tc.doc+"[plugin_config]\nbucket = \"b\"\nregion = \"us-east-1\"\n", nil)
 			if err == nil {
 				t.Fatalf("loaded: %s", c)
 			}
@@ -76,7 +76,7 @@ func TestNamesRenderingAlikeRefused(t *testing.T) {
 		})
 	}
 	// Ids are checked once resolved; names that differ after rendering pass.
-	if _, err := loadString(t, "[[streams]]\nstream = \"app\"\ntopics = [\"orders v2\", \"1\", \"name:1\", \"orders-v2\"]\n[plugin_config]\nbucket = \"b\"\nregion = \"r\"\n", nil); err != nil {
+	if _, err := loadString(t, "[[streams]]\nstream = \"app\"\ntopics = [\"orders v2\", \"1\", \"name:1\", \"orders-v2\"]\n[plugin_config]\nbucket = \"b\"\nregion = \"us-east-1\"\n", nil); err != nil {
 		t.Fatalf("distinct names refused: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestNamesRenderingAlikeRefused(t *testing.T) {
 // URL never appear in the configuration line or in an error.
 func TestEndpointUserinfoRedacted(t *testing.T) {
 	const secret = "SECRET-in-url-42"
-	c, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t",
+	c, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t",
 		"SINK_ENDPOINT": "http://user:" + secret + "@127.0.0.1:9000"}))
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestEndpointUserinfoRedacted(t *testing.T) {
 		t.Fatalf("the value itself must stay intact for the caller: %q", c.Plugin.Endpoint)
 	}
 	for _, bad := range []string{"ftp://user:" + secret + "@host", "http://user:" + secret + "@"} {
-		_, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENDPOINT": bad}))
+		_, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENDPOINT": bad}))
 		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "SINK_ENDPOINT") {
 			t.Errorf("endpoint %q: error %v (must name the setting, never the userinfo)", bad, err)
 		}
@@ -127,7 +127,7 @@ func TestSettingsThatMakeRunsUseless(t *testing.T) {
 		{"iggy request_timeout 0", map[string]string{"IGGY_REQUEST_TIMEOUT": "0s"}, []string{"IGGY_REQUEST_TIMEOUT", "greater than 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
+			env := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t"}
 			for k, v := range tc.env {
 				env[k] = v
 			}
@@ -142,7 +142,7 @@ func TestSettingsThatMakeRunsUseless(t *testing.T) {
 			}
 		})
 	}
-	c, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_LEASE_DURATION": "1s"}))
+	c, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_LEASE_DURATION": "1s"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,13 +72,14 @@ type loader struct {
 	file string
 	env  func(string) (string, bool)
 	set  map[string]source // option keys ("plugin_config.bucket", "streams[1].topics") given explicitly
+	vars map[string]string // option key -> the environment variable that set it
 }
 
 func load(data []byte, hasFile bool, file string, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	l := &loader{cfg: &Config{}, file: file, env: env, set: map[string]source{}}
+	l := &loader{cfg: &Config{}, file: file, env: env, set: map[string]source{}, vars: map[string]string{}}
 	for _, o := range options {
 		if o.table != "streams" {
 			l.applyDefault(o, nil)
@@ -94,6 +96,7 @@ func load(data []byte, hasFile bool, file string, env func(string) (string, bool
 	if err := l.finish(); err != nil {
 		return nil, err
 	}
+	l.cfg.origin = origin{file: file, set: l.set, vars: l.vars}
 	return l.cfg, nil
 }
 
@@ -391,7 +394,7 @@ func (l *loader) loadEnv() error {
 				name, v, ok = aliasEnv, av, aok
 			}
 		}
-		if !ok || (v == "" && !o.keepEmptyEnv) {
+		if !ok || v == "" { // empty means unset: a template declares every variable it may pass
 			continue
 		}
 		var s *Stream
@@ -402,6 +405,12 @@ func (l *loader) loadEnv() error {
 			}
 			s = &c.Streams[0]
 			key = "streams[0]." + o.name
+		}
+		// A file value the variable replaces is reported (Config.Replaced).
+		replacing := l.set[key] == fromFile
+		var fileRaw, fileShown string
+		if replacing {
+			fileRaw, fileShown = rawValue(o.ptr(c, s)), o.shown(formatValue(o.ptr(c, s)))
 		}
 		err := o.setEnv(c, s, v)
 		if err == nil && o.fix != nil {
@@ -414,7 +423,11 @@ func (l *loader) loadEnv() error {
 			}
 			return e
 		}
+		if replacing && rawValue(o.ptr(c, s)) != fileRaw {
+			c.Replaced = append(c.Replaced, Replacement{Key: key, Var: name, File: fileShown, Env: o.shown(formatValue(o.ptr(c, s)))})
+		}
 		l.set[key] = fromEnv
+		l.vars[key] = name
 	}
 	return nil
 }
@@ -446,19 +459,24 @@ func (l *loader) errorFor(key, reason string) *Error {
 func (l *loader) finish() error {
 	c := l.cfg
 	p := &c.Plugin
-	if p.Bucket == "" {
-		return l.errorFor("plugin_config.bucket", "required: the S3 bucket to write to")
-	}
-	if p.Region == "" {
-		for _, name := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
-			if v, ok := l.env(name); ok && strings.TrimSpace(v) != "" {
-				p.Region = strings.TrimSpace(v)
-				break
+	for _, name := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if v, ok := l.env(name); ok && strings.TrimSpace(v) != "" {
+			c.ServicesRegion = strings.TrimSpace(v)
+			if p.Region == "" {
+				p.Region = c.ServicesRegion
+				l.set["plugin_config.region"], l.vars["plugin_config.region"] = fromEnv, name
 			}
+			break
 		}
-		if p.Region == "" {
-			return l.errorFor("plugin_config.region", `required: set it, or AWS_REGION (e.g. "us-east-1"; "auto" for R2)`)
-		}
+	}
+	if c.ServicesRegion == "" {
+		c.ServicesRegion = p.Region
+	}
+	if err := l.checkRequired(); err != nil {
+		return err
+	}
+	if err := l.checkRegion(); err != nil {
+		return err
 	}
 	if (p.AccessKeyID == "") != (p.SecretAccessKey == "") {
 		missing, given := "plugin_config.secret_access_key", "plugin_config.access_key_id"
@@ -466,9 +484,6 @@ func (l *loader) finish() error {
 			missing, given = given, missing
 		}
 		return l.errorFor(missing, fmt.Sprintf("%s is set but %s is not: give both, or omit both to use the default AWS credential chain", given, missing))
-	}
-	if p.FileRotation == "messages" && p.MaxMessagesPerFile == 0 {
-		return l.errorFor("plugin_config.max_messages_per_file", `required when file_rotation = "messages" (a number of records greater than 0)`)
 	}
 	if p.SSEKMSKeyID != "" && p.ServerSideEncryption != "aws:kms" {
 		e := l.errorFor("plugin_config.sse_kms_key_id", fmt.Sprintf(`only valid with server_side_encryption = "aws:kms" (it is %q)`, p.ServerSideEncryption))
@@ -487,10 +502,6 @@ func (l *loader) finish() error {
 			}
 		}
 	}
-	if len(c.Streams) == 0 {
-		return &Error{File: l.file, Key: "streams", Env: "SINK_STREAM",
-			Reason: "at least one [[streams]] entry with stream and topics is required (or set SINK_STREAM and SINK_TOPICS)"}
-	}
 	if p.DeadlineMargin >= p.RunTimeout {
 		e := l.errorFor("plugin_config.deadline_margin", fmt.Sprintf("must be shorter than run_timeout (%s): a run stops starting objects when less than deadline_margin is left, so it would never write one", p.RunTimeout))
 		e.Value = strconv.Quote(p.DeadlineMargin.String())
@@ -499,12 +510,6 @@ func (l *loader) finish() error {
 	seen := map[[2]string]int{}
 	for i := range c.Streams {
 		s := &c.Streams[i]
-		if s.Stream == "" {
-			return l.errorFor(fmt.Sprintf("streams[%d].stream", i), "required: the stream name or id to drain")
-		}
-		if len(s.Topics) == 0 {
-			return l.errorFor(fmt.Sprintf("streams[%d].topics", i), `required: at least one topic, e.g. ["events"] (SINK_TOPICS=events,audit)`)
-		}
 		if s.ConsumerGroup == "" {
 			s.ConsumerGroup = "iggy-connect-sink-" + c.Key
 		}
@@ -537,6 +542,84 @@ func (l *loader) finish() error {
 		return err
 	}
 	return l.checkNamesDistinct()
+}
+
+// checkRequired reports every required setting that is missing, in one
+// error: a first deployment should not find them one run at a time.
+func (l *loader) checkRequired() error {
+	c, p := l.cfg, &l.cfg.Plugin
+	var missing []*Error
+	if p.Bucket == "" {
+		missing = append(missing, l.errorFor("plugin_config.bucket", "required: the S3 bucket to write to"))
+	}
+	if p.Region == "" {
+		missing = append(missing, l.errorFor("plugin_config.region", `required: set it, or AWS_REGION (e.g. "us-east-1"; "auto" for R2)`))
+	}
+	if p.FileRotation == "messages" && p.MaxMessagesPerFile == 0 {
+		missing = append(missing, l.errorFor("plugin_config.max_messages_per_file", `required when file_rotation = "messages" (a number of records greater than 0)`))
+	}
+	if len(c.Streams) == 0 {
+		missing = append(missing, &Error{File: l.file, Key: "streams", Env: "SINK_STREAM",
+			Reason: "at least one [[streams]] entry with stream and topics is required (or set SINK_STREAM and SINK_TOPICS)"})
+	}
+	for i, s := range c.Streams {
+		if s.Stream == "" {
+			missing = append(missing, l.errorFor(fmt.Sprintf("streams[%d].stream", i), "required: the stream name or id to drain"))
+		}
+		if len(s.Topics) == 0 {
+			missing = append(missing, l.errorFor(fmt.Sprintf("streams[%d].topics", i), `required: at least one topic, e.g. ["events"] (SINK_TOPICS=events,audit)`))
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return missing[0]
+	}
+	return &MissingError{File: l.file, Missing: missing}
+}
+
+// awsRegion is the shape of an AWS region's name: us-east-1, us-gov-west-1,
+// cn-north-1, ap-southeast-5, us-isob-east-1.
+var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+){1,2}-[0-9]{1,2}$`)
+
+// checkRegion refuses a region that cannot be AWS's when the sink talks to
+// AWS S3 (a typo such as "us-east1" would otherwise fail at the first DNS
+// lookup); an S3-compatible store may call its region anything.
+func (l *loader) checkRegion() error {
+	p := &l.cfg.Plugin
+	if p.Endpoint != "" || awsRegion.MatchString(p.Region) {
+		return nil
+	}
+	for _, name := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if v, ok := l.env(name); ok && strings.TrimSpace(v) != "" {
+			return nil
+		}
+	}
+	reason := `not an AWS region's name (e.g. "us-east-1", "eu-west-1"); a store with its own endpoint (plugin_config.endpoint, AWS_ENDPOINT_URL_S3) may use any region`
+	if s := suggestRegion(p.Region); s != "" && s != p.Region {
+		reason = fmt.Sprintf("not an AWS region's name; did you mean %q? (a store with its own endpoint, plugin_config.endpoint or AWS_ENDPOINT_URL_S3, may use any region)", s)
+	}
+	e := l.errorFor("plugin_config.region", reason)
+	if v := l.vars["plugin_config.region"]; v != "" {
+		e.Env = v // AWS_REGION or AWS_DEFAULT_REGION when the region came from one
+	}
+	e.Value = strconv.Quote(p.Region)
+	return e
+}
+
+// suggestRegion mends the usual slips in a region's name: case, spaces or
+// underscores, and a missing '-' before the number ("us-east1").
+func suggestRegion(r string) string {
+	s := strings.ToLower(strings.TrimSpace(r))
+	s = strings.NewReplacer("_", "-", " ", "-").Replace(s)
+	if i := strings.IndexAny(s, "0123456789"); i > 0 && s[i-1] != '-' {
+		s = s[:i] + "-" + s[i:]
+	}
+	if awsRegion.MatchString(s) {
+		return s
+	}
+	return ""
 }
 
 // refKey identifies a configured stream or topic, so that "x" and "name:x"

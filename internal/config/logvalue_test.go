@@ -62,18 +62,18 @@ fields = ["x"]
 }
 
 func TestEnabledFromTheEnvironment(t *testing.T) {
-	cfg, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENABLED": "false"}))
+	cfg, err := Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENABLED": "false"}))
 	if err != nil || cfg.Enabled {
 		t.Fatalf("SINK_ENABLED=false: enabled=%v, %v", cfg != nil && cfg.Enabled, err)
 	}
-	_, err = Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "r", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENABLED": "nope"}))
+	_, err = Load("", envOf(map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "s", "SINK_TOPICS": "t", "SINK_ENABLED": "nope"}))
 	if err == nil || !strings.Contains(err.Error(), "SINK_ENABLED") {
 		t.Fatalf("SINK_ENABLED=nope: %v", err)
 	}
 }
 
 func TestLoadBytesNamesItsSource(t *testing.T) {
-	_, err := LoadBytes([]byte("[plugin_config]\nbucket = \"b\"\nregion = \"r\"\nmax_file_size = \"8Mb\"\n"), "s3://cfg/sink.toml", nil)
+	_, err := LoadBytes([]byte("[plugin_config]\nbucket = \"b\"\nregion = \"us-east-1\"\nmax_file_size = \"8Mb\"\n"), "s3://cfg/sink.toml", nil)
 	if err == nil || !strings.Contains(err.Error(), "s3://cfg/sink.toml") || !strings.Contains(err.Error(), "8Mb") {
 		t.Fatalf("error %v does not name the source and the value", err)
 	}

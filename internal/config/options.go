@@ -36,7 +36,6 @@ type option struct {
 	kind         kind
 	ptr          func(c *Config, s *Stream) any
 	nonEmpty     bool // an explicit "" is an error
-	keepEmptyEnv bool // an empty environment variable sets "" instead of counting as unset
 	computed     bool // Default documents a value derived at load, not one to parse
 	fix          func(c *Config, s *Stream) error
 	alias        string // another accepted key inside the table (upstream's serde alias)
@@ -185,8 +184,7 @@ func buildOptions() []*option {
 			o.nonEmpty = true
 			o.computed = true
 		}),
-		with(plugin("prefix", kString, "", "key prefix; leading and trailing '/' trimmed; no empty, . or .. parts; an empty SINK_PREFIX clears it", func(p *Plugin) any { return &p.Prefix }), func(o *option) {
-			o.keepEmptyEnv = true
+		with(plugin("prefix", kString, "", "key prefix; leading and trailing '/' trimmed; no empty, . or .. parts", func(p *Plugin) any { return &p.Prefix }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error { return keys.CheckPrefix(c.Plugin.Prefix) }
 		}),
 		with(plugin("endpoint", kString, "", "custom S3 endpoint URL with scheme (MinIO, R2, ...)", func(p *Plugin) any { return &p.Endpoint }), func(o *option) {

@@ -24,7 +24,7 @@ func TestInvalidConfig(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"bucket required", streamsOnly + "[plugin_config]\nregion = \"r\"\n", nil, []string{"plugin_config.bucket", "SINK_BUCKET", "required"}},
+		{"bucket required", streamsOnly + "[plugin_config]\nregion = \"us-east-1\"\n", nil, []string{"plugin_config.bucket", "SINK_BUCKET", "required"}},
 		{"bucket empty", streamsOnly + "[plugin_config]\nbucket = \"\"\n", nil, []string{"plugin_config.bucket", `= ""`, "must not be empty"}},
 		{"region required", streamsOnly + "[plugin_config]\nbucket = \"b\"\n", nil, []string{"plugin_config.region", "SINK_REGION", "AWS_REGION"}},
 		{"streams required", "[plugin_config]\nbucket = \"b\"\n", withRegion, []string{"streams", "SINK_STREAM", "SINK_TOPICS"}},
@@ -109,7 +109,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"table template bad text", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\niceberg_table = \"{stream}.{topic}\"", nil, []string{"plugin_config.iceberg_table", `"{stream}.{topic}"`, "{stream}, {topic}"}},
 		{"iceberg takes no base64", "+output_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\ninvalid_payload = \"base64\"", nil, []string{"plugin_config.invalid_payload", `"base64"`, `"error_object" (the default with tables)`}},
 		{"iceberg key without iceberg", "+iceberg_namespace = \"x\"", nil, []string{"plugin_config.iceberg_namespace", `table_format = "iceberg"`, `"none"`}},
-		{"env topics empty list", "[plugin_config]\nbucket = \"b\"\nregion = \"r\"\n", map[string]string{"SINK_STREAM": "s", "SINK_TOPICS": " , "}, []string{"SINK_TOPICS", "streams[0].topics", "at least one topic"}},
+		{"env topics empty list", "[plugin_config]\nbucket = \"b\"\nregion = \"us-east-1\"\n", map[string]string{"SINK_STREAM": "s", "SINK_TOPICS": " , "}, []string{"SINK_TOPICS", "streams[0].topics", "at least one topic"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -32,7 +31,7 @@ type stateReader interface {
 // state that cannot be read (no table, no permission) is noted and the
 // partition is checked against the group alone.
 func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, error) {
-	conn, err := source.Open(ctx, s.iggy)
+	conn, err := s.openIggy(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +64,10 @@ func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, e
 		}
 	}
 	reports, err := audit.CheckWith(ctx, s.Objects, s.drainOpts.Names, parts, audit.Options{Progress: o.Progress})
+	if err != nil && ctx.Err() == nil {
+		// A listing failed: say what to fix, as poller check does.
+		err = s.explainS3("list", err)
+	}
 	if stateErr != nil && len(reports) > 0 {
 		s.log.Warn("the audit could not read the state table; partitions are checked against the consumer group only", "error", stateErr.Error())
 		reports[0].Notes = append(reports[0].Notes, "state not read, so not checked: "+stateErr.Error())

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,7 +156,7 @@ func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
 	if s.iggy.Token != "" {
 		who = "a personal access token"
 	}
-	conn, err := source.Open(ctx, s.iggy)
+	conn, err := s.openIggy(ctx)
 	if err != nil {
 		out := []CheckResult{{Name: "iggy", Err: err}}
 		for _, st := range s.Config.Streams {
@@ -226,9 +229,9 @@ func (s *Sink) checkTable(ctx context.Context) CheckResult {
 	}
 	table := s.Config.Plugin.StateTable
 	if err := tc.Check(ctx); err != nil {
-		return CheckResult{Name: "state table", Err: s.explainDynamo(table, err)}
+		return CheckResult{Name: "state table", Err: s.explainDynamo(ctx, table, err)}
 	}
-	return CheckResult{Name: "state table", Detail: fmt.Sprintf("%q exists (%s)", table, dynamoWhere(s.Config.Plugin.Region))}
+	return CheckResult{Name: "state table", Detail: fmt.Sprintf("%q exists (%s)", table, s.dynamoWhere())}
 }
 
 // s3Where says which S3 the sink talks to, for messages.
@@ -242,11 +245,173 @@ func (s *Sink) s3Where() string {
 	return "AWS S3, region " + s.Config.Plugin.Region
 }
 
-func dynamoWhere(region string) string {
-	if e := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); e != "" {
-		return "endpoint " + redact.URL(e) + " (AWS_ENDPOINT_URL_DYNAMODB)"
+// dynamoWhere says which DynamoDB the sink talks to, for messages: the
+// endpoint the client resolved (from AWS_ENDPOINT_URL_DYNAMODB,
+// AWS_ENDPOINT_URL or the shared configuration), else AWS's by region.
+func (s *Sink) dynamoWhere() string {
+	e := s.ddbEndpoint
+	if e == "" {
+		return "AWS DynamoDB, region " + s.Config.Plugin.Region
 	}
-	return "AWS DynamoDB, region " + region
+	where := "endpoint " + redact.URL(e)
+	for _, v := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+		if os.Getenv(v) == e {
+			return where + " (" + v + ")"
+		}
+	}
+	return where
+}
+
+// awsDomains are the domains of AWS's own endpoints, in every partition:
+// aws, China, the dual-stack api.aws, GovCloud (amazonaws.com too), the
+// ISO partitions and the EU sovereign cloud.
+var awsDomains = []string{"amazonaws.com", "amazonaws.com.cn", "api.aws", "c2s.ic.gov", "sc2s.sgov.gov", "cloud.adc-e.uk", "csp.hci.ic.gov", "amazonaws.eu"}
+
+// isAWSEndpoint says whether a DynamoDB endpoint is AWS's own: none set
+// (the SDK's, by region), or a host under one of AWS's domains (a FIPS or
+// VPC endpoint too). Anything else, such as moto or DynamoDB Local on
+// 127.0.0.1 or a container's name, is a local stand-in. An endpoint that
+// cannot be read counts as AWS: the safe side, where nothing is created.
+func isAWSEndpoint(endpoint string) bool {
+	if endpoint == "" {
+		return true
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" {
+		return true
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for _, d := range awsDomains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableLister is what naming similar tables needs of the state store
+// (*state.Dynamo).
+type tableLister interface {
+	ListTables(ctx context.Context, limit int) ([]string, error)
+}
+
+// listLimit bounds the table names read to suggest similar ones (ten
+// pages of ListTables).
+const listLimit = 1000
+
+// similarTables names the tables whose names are like table, for the
+// poller only (PollerTables): the function's role may not list tables. A
+// listing that fails (denied, say) leaves the names out.
+func (s *Sink) similarTables(ctx context.Context, table string) []string {
+	l, ok := s.State.(tableLister)
+	if !s.opts.PollerTables || !ok {
+		return nil
+	}
+	names, err := l.ListTables(ctx, listLimit)
+	if err != nil {
+		s.log.Debug("could not list the DynamoDB tables to name those like the missing state table", "error", err.Error())
+		return nil
+	}
+	return similarNames(table, names, 3)
+}
+
+// similarNames returns up to n of names that are like name: within a few
+// edits of it (a third of its length, at least 2), or holding it (a
+// stack's generated table name holds what a user remembers of it),
+// closest first. Case is ignored.
+func similarNames(name string, names []string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	lname := strings.ToLower(name)
+	var cs []cand
+	for _, c := range names {
+		lc := strings.ToLower(c)
+		if c == name {
+			continue
+		}
+		d := levenshtein(lname, lc)
+		contains := len(lname) >= 3 && strings.Contains(lc, lname)
+		if d <= max(2, len(name)/3) || contains {
+			cs = append(cs, cand{c, d})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.name, b.name)) })
+	out := make([]string, 0, min(n, len(cs)))
+	for _, c := range cs[:min(n, len(cs))] {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// levenshtein is the edit distance of a and b, in bytes (table names are
+// ASCII).
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// secretFields says what the Secrets Manager secret supplied to the
+// Iggy login (see loadSecret).
+type secretFields struct {
+	id                        string // iggy.credentials_secret, when it was read
+	username, password, token bool
+}
+
+// openIggy connects and logs in to Iggy; a refused login names the
+// settings that hold the credentials.
+func (s *Sink) openIggy(ctx context.Context) (*source.Conn, error) {
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		return nil, s.explainIggy(err)
+	}
+	return conn, nil
+}
+
+// explainIggy adds to a refused login where its credentials came from:
+// the settings, or the secret that held them (never their values).
+func (s *Sink) explainIggy(err error) error {
+	if !errors.Is(err, source.ErrLoginRefused) {
+		return err
+	}
+	return &explained{msg: err.Error() + ": " + s.credentialsFix(), err: err}
+}
+
+// credentialsFix says which settings to fix after a refused login.
+func (s *Sink) credentialsFix() string {
+	sec := s.secretGave
+	secret := fmt.Sprintf("Secrets Manager secret %q (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET)", sec.id)
+	if s.iggy.Token != "" { // a token wins over a user name and password
+		if sec.token {
+			return `fix the personal access token, "token" in ` + secret
+		}
+		return "fix the personal access token, iggy.token (IGGY_TOKEN)"
+	}
+	switch {
+	case sec.username && sec.password:
+		return `fix "username" and "password" in ` + secret
+	case sec.password:
+		return "fix the password in " + secret + ", or iggy.username (IGGY_USERNAME)"
+	case sec.username:
+		return `fix "username" in ` + secret + ", or iggy.password (IGGY_PASSWORD)"
+	}
+	return "fix iggy.username / iggy.password (IGGY_USERNAME / IGGY_PASSWORD)"
 }
 
 // explainS3 turns an S3 failure into what to fix. The SDK's own text is
@@ -281,12 +446,12 @@ func (s *Sink) explainS3(op string, err error) error {
 }
 
 // explainDynamo turns a state-table failure into what to fix.
-func (s *Sink) explainDynamo(table string, err error) error {
+func (s *Sink) explainDynamo(ctx context.Context, table string, err error) error {
 	code, status := apiCode(err)
 	var why string
 	switch {
 	case errors.Is(err, state.ErrTableMissing):
-		why = fmt.Sprintf("table %q does not exist at %s: deploy the template (it creates the table), fix plugin_config.state_table (SINK_STATE_TABLE), or let `poller once` create it", table, dynamoWhere(s.Config.Plugin.Region))
+		why = s.missingTable(ctx, table)
 	case isCredentialsError(err):
 		why = "DynamoDB needs AWS credentials (plugin_config.access_key_id is for S3 only): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile or a role"
 	case code == "UnrecognizedClientException" || code == "InvalidSignatureException":
@@ -294,11 +459,32 @@ func (s *Sink) explainDynamo(table string, err error) error {
 	case code == "AccessDeniedException" || status == 403:
 		why = fmt.Sprintf("access denied: the credentials need dynamodb:DescribeTable, GetItem, PutItem and UpdateItem on table %q", table)
 	case isNetError(err):
-		why = fmt.Sprintf("no DynamoDB answers at %s", dynamoWhere(s.Config.Plugin.Region))
+		why = fmt.Sprintf("no DynamoDB answers at %s", s.dynamoWhere())
 	default:
 		return err
 	}
 	return &explained{msg: why + " (" + shortCause(err, code, status) + ")", err: err}
+}
+
+// missingTable says that the state table is missing, where, which tables
+// of similar names are there (the poller), and what to do: the poller
+// may create it, the Lambda never.
+func (s *Sink) missingTable(ctx context.Context, table string) string {
+	why := fmt.Sprintf("table %q does not exist at %s", table, s.dynamoWhere())
+	if similar := s.similarTables(ctx, table); len(similar) > 0 {
+		q := make([]string, len(similar))
+		for i, n := range similar {
+			q[i] = strconv.Quote(n)
+		}
+		why += " (tables of similar names there: " + strings.Join(q, ", ") + ")"
+	}
+	switch {
+	case !s.opts.PollerTables:
+		return why + ": deploy the template (it creates the table) or fix plugin_config.state_table (SINK_STATE_TABLE)"
+	case isAWSEndpoint(s.ddbEndpoint):
+		return why + ": deploy the template (it creates the table), fix plugin_config.state_table (SINK_STATE_TABLE), or pass -create-table to poller once or run to create it"
+	}
+	return why + ": fix plugin_config.state_table (SINK_STATE_TABLE), or let poller once or run create it (they do at an endpoint off AWS such as this one)"
 }
 
 // explained is a failure told as what to fix; the SDK's error, which can

@@ -144,7 +144,7 @@ func TestCheckNamesEachFailure(t *testing.T) {
 		{"Iggy unreachable", map[string]string{"IGGY_ADDRESS": closed}, nil,
 			"iggy", []string{"cannot reach Iggy at " + closed}, 0},
 		{"wrong Iggy password", map[string]string{"IGGY_PASSWORD": "not-the-password-77"}, nil,
-			"iggy", []string{"login to " + s.broker.Addr(), `user "iggy"`}, 0},
+			"iggy", []string{"login to " + s.broker.Addr(), `user "iggy"`, "IGGY_USERNAME / IGGY_PASSWORD"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,28 +213,113 @@ func TestPreflightFailsAtStart(t *testing.T) {
 	}
 }
 
-// TestNewCreatesTheTableLoudly: the poller creates a missing table, and
-// says so in a warning (a typo would otherwise start from empty state).
+// TestNewCreatesTheTableLoudly: a missing table is created when asked
+// (CreateTable, the poller's -create-table) and, for the poller, at a local
+// endpoint such as moto's; either way a warning names it (a typo would
+// otherwise start from empty state). The Lambda (neither option) gets an
+// error naming the table and what to do, with no poller flag in it. The
+// poller's refusal against AWS is tested in cmd/poller (TestStateTableOnAWS),
+// through an AWS-shaped endpoint.
 func TestNewCreatesTheTableLoudly(t *testing.T) {
 	s := startServers(t)
 	env := map[string]string{}
 	for k, v := range s.cfg {
 		env[k] = v
 	}
-	env["SINK_STATE_TABLE"] = "fresh-table"
-	var logs strings.Builder
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if _, err := New(context.Background(), loadEnv(t, env), Options{CreateTable: true, Logger: log}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		table string
+		opts  Options
+		warn  string
+	}{
+		{"asked-table", Options{CreateTable: true}, "as asked (-create-table)"},
+		{"local-table", Options{PollerTables: true}, "a local stand-in"},
+	} {
+		env["SINK_STATE_TABLE"] = tc.table
+		var logs strings.Builder
+		tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		if _, err := New(context.Background(), loadEnv(t, env), tc.opts); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), tc.table) || !strings.Contains(logs.String(), tc.warn) {
+			t.Fatalf("no warning names the created table %s and why (%s):\n%s", tc.table, tc.warn, logs.String())
+		}
+		if err := state.NewDynamo(s.moto.DynamoClient(t), tc.table, nil).Check(context.Background()); err != nil {
+			t.Fatalf("%s was not created: %v", tc.table, err)
+		}
 	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "fresh-table") {
-		t.Fatalf("no warning names the created table:\n%s", logs.String())
-	}
-	// Without CreateTable (the Lambda) a missing table is an error naming it.
+	// Without either (the Lambda) a missing table is an error naming it.
 	env["SINK_STATE_TABLE"] = "other-table"
 	_, err := New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
-	if err == nil || !strings.Contains(err.Error(), `"other-table" does not exist`) {
+	if err == nil || !strings.Contains(err.Error(), `"other-table" does not exist at endpoint `+s.moto.Endpoint) ||
+		!strings.Contains(err.Error(), "deploy the template") || strings.Contains(err.Error(), "-create-table") {
 		t.Fatalf("New without CreateTable = %v", err)
+	}
+	if err := state.NewDynamo(s.moto.DynamoClient(t), "other-table", nil).Check(context.Background()); !errors.Is(err, state.ErrTableMissing) {
+		t.Fatalf("the Lambda's New created the table, or: %v", err)
+	}
+}
+
+// TestCheckNamesSimilarTables: the poller's check of a missing table names
+// the tables of similar names at that endpoint, and that its once and run
+// would create it there (a local endpoint).
+func TestCheckNamesSimilarTables(t *testing.T) {
+	s := startServers(t)
+	for _, name := range []string{"prod-sink-state-Table-1ABC", "unrelated"} {
+		if err := state.NewDynamo(s.moto.DynamoClient(t), name, nil).EnsureTable(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := s.sink(t, map[string]string{"SINK_STATE_TABLE": "sink-stat"}, Options{ReadOnly: true, PollerTables: true, Logger: slog.New(slog.DiscardHandler)})
+	r := sink.checkTable(context.Background())
+	for _, want := range []string{`table "sink-stat" does not exist at endpoint ` + s.moto.Endpoint + " (AWS_ENDPOINT_URL_DYNAMODB)",
+		`tables of similar names there: "sink-state", "prod-sink-state-Table-1ABC"`, "SINK_STATE_TABLE", "let poller once or run create it"} {
+		if r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("check of a missing table: %v; want %q", r.Err, want)
+		}
+	}
+	if r.Err != nil && strings.Contains(r.Err.Error(), "unrelated") {
+		t.Errorf("an unrelated table is named: %v", r.Err)
+	}
+}
+
+func TestIsAWSEndpoint(t *testing.T) {
+	for endpoint, want := range map[string]bool{
+		"": true,
+		"https://dynamodb.us-east-1.amazonaws.com":                    true,
+		"http://dynamodb.us-east-1.amazonaws.com":                     true,
+		"https://dynamodb-fips.us-gov-west-1.amazonaws.com":           true,
+		"https://vpce-0a1b-xyz.dynamodb.eu-west-1.vpce.amazonaws.com": true,
+		"https://dynamodb.cn-north-1.amazonaws.com.cn":                true,
+		"https://dynamodb.us-east-1.api.aws":                          true,
+		"https://DynamoDB.US-EAST-1.AmazonAWS.com.":                   true,
+		"::not a url":                      true,
+		"http://127.0.0.1:8000":            false,
+		"http://localhost:4566":            false,
+		"http://dynamodb-local:8000":       false,
+		"http://amazonaws.com.example.org": false,
+		"http://notamazonaws.com":          false,
+	} {
+		if got := isAWSEndpoint(endpoint); got != want {
+			t.Errorf("isAWSEndpoint(%q) = %v, want %v", endpoint, got, want)
+		}
+	}
+}
+
+func TestSimilarNames(t *testing.T) {
+	names := []string{"sink-state", "Sink-Stat", "iggy-s3-sink-StateTable-1X2Y3Z", "orders", "sink-state-old", "a", "sink"}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"sink-stat", []string{"Sink-Stat", "sink-state", "sink-state-old"}},
+		{"StateTable", []string{"iggy-s3-sink-StateTable-1X2Y3Z"}},
+		{"orderz", []string{"orders"}},
+		{"payments", nil},
+	} {
+		got := similarNames(tc.name, names, 3)
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("similarNames(%q) = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -31,9 +31,18 @@ import (
 
 // Options are the process's choices that are not configuration.
 type Options struct {
-	// CreateTable creates the state table when it is missing (the poller);
-	// the Lambda leaves that to the template and fails with a clear message.
+	// CreateTable creates the state table when it is missing, wherever
+	// DynamoDB is (the poller's -create-table). The Lambda sets neither this
+	// nor PollerTables: the template owns the table there, and a missing
+	// one fails with a clear message.
 	CreateTable bool
+	// PollerTables is the poller's way with a missing state table: created
+	// (with a warning) when DynamoDB is a local stand-in, a custom endpoint
+	// off AWS such as moto or DynamoDB Local; against AWS an error naming
+	// the tables of similar names (dynamodb:ListTables, which the function's
+	// role lacks) and -create-table. A typo in state_table so never starts
+	// from empty state in silence.
+	PollerTables bool
 	// ReadOnly makes New touch nothing remote: no table check or creation
 	// (audit, status and check; check looks at the table itself).
 	ReadOnly bool
@@ -70,8 +79,14 @@ type Sink struct {
 	host      string
 	// tables registers archived objects in Iceberg tables (nil: table_format = "none").
 	tables tableRegistrar
-	runs   atomic.Uint64
-	marked drain.MarkedGenerations
+	// secretGave is what the credentials secret supplied (loadSecret), so
+	// that a refused login names where the credentials came from.
+	secretGave secretFields
+	// ddbEndpoint is the DynamoDB endpoint the client resolved ("" for
+	// AWS's own, by region).
+	ddbEndpoint string
+	runs        atomic.Uint64
+	marked      drain.MarkedGenerations
 }
 
 // New builds the sink. AWS clients are made here, once; Iggy connections
@@ -130,13 +145,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
 			o.APIOptions = append(o.APIOptions, callTimeout("DynamoDB", cfg.Plugin.AWSCallTimeout))
 		})
+		s.ddbEndpoint = aws.ToString(ddb.Options().BaseEndpoint)
 		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
+		s.State = store
 		if !opts.ReadOnly {
 			if err := s.setupTable(ctx, store); err != nil {
 				return nil, err
 			}
 		}
-		s.State = store
 	}
 
 	s.iggy = source.Config{
@@ -160,17 +176,26 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	return s, nil
 }
 
-// setupTable checks the state table, creating it when it is missing and
-// the process may (the poller) — loudly, since a mistyped table name would
-// otherwise start from empty state in silence.
+// setupTable checks the state table. A missing one is created only when
+// asked (CreateTable) or, for the poller, when DynamoDB is a local stand-in
+// — loudly either way — since a mistyped table name would otherwise start
+// from empty state in silence; else the error names it and what to do.
 func (s *Sink) setupTable(ctx context.Context, store *state.Dynamo) error {
+	table := s.Config.Plugin.StateTable
 	err := store.Check(ctx)
-	if s.opts.CreateTable && errors.Is(err, state.ErrTableMissing) {
-		s.log.Warn("the state table does not exist; creating it (the Lambda never does: there the template owns it)", "table", s.Config.Plugin.StateTable)
-		err = store.EnsureTable(ctx)
+	if errors.Is(err, state.ErrTableMissing) {
+		switch {
+		case s.opts.CreateTable:
+			s.log.Warn("the state table does not exist; creating it, as asked (-create-table)", "table", table, "where", s.dynamoWhere())
+			err = store.EnsureTable(ctx)
+		case s.opts.PollerTables && !isAWSEndpoint(s.ddbEndpoint):
+			s.log.Warn("the state table does not exist; creating it, since this DynamoDB is a local stand-in, not AWS (against AWS the poller creates a table only with -create-table, the Lambda never)",
+				"table", table, "where", s.dynamoWhere())
+			err = store.EnsureTable(ctx)
+		}
 	}
 	if err != nil {
-		return s.explainDynamo(s.Config.Plugin.StateTable, err)
+		return s.explainDynamo(ctx, table, err)
 	}
 	return nil
 }
@@ -199,6 +224,7 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 	raw := aws.ToString(out.SecretString)
 	if !strings.HasPrefix(strings.TrimSpace(raw), "{") {
 		s.iggy.Password = raw
+		s.secretGave = secretFields{id: id, password: true}
 		return nil
 	}
 	var v struct{ Address, Username, Password, Token string }
@@ -211,13 +237,17 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 	}
 	if v.Username != "" {
 		s.iggy.Username = v.Username
+		s.secretGave.username = true
 	}
 	if v.Password != "" {
 		s.iggy.Password = v.Password
+		s.secretGave.password = true
 	}
 	if v.Token != "" {
 		s.iggy.Token = v.Token
+		s.secretGave.token = true
 	}
+	s.secretGave.id = id
 	return nil
 }
 
@@ -246,7 +276,7 @@ func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
 // dial connects and resolves the configured topics, refusing the run when
 // two of them are one topic or would share keys.
 func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
-	conn, err := source.Open(ctx, s.iggy)
+	conn, err := s.openIggy(ctx)
 	if err != nil {
 		return nil, err
 	}

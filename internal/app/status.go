@@ -6,8 +6,6 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
 // PartitionStatus is where the sink stands on one partition, as Iggy sees
@@ -32,7 +30,7 @@ const statusTimeout = time.Minute
 func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	conn, err := source.Open(ctx, s.iggy)
+	conn, err := s.openIggy(ctx)
 	if err != nil {
 		return nil, err
 	}

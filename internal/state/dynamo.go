@@ -347,7 +347,7 @@ func (d *Dynamo) wrap(op string, key Key, err error) error {
 }
 
 func (d *Dynamo) missing(err error) error {
-	return fmt.Errorf("%w: table %q (create it with the SAM template, or run the poller which creates it): %w", ErrTableMissing, d.table, err)
+	return fmt.Errorf("%w: table %q (the SAM template creates it; the poller only with -create-table, or at a local endpoint): %w", ErrTableMissing, d.table, err)
 }
 
 // Check verifies the table exists and has the expected key, for runs that must not create it.

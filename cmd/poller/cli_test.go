@@ -183,10 +183,133 @@ func TestVersionAndHelp(t *testing.T) {
 	if code := run([]string{"help"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	for _, want := range []string{"once", "run", "check", "audit", "status", "render", "local", "demo", "version", "-log-format", "-envelope", "ssm:/"} {
-		if !strings.Contains(errb.String(), want) {
+	for _, want := range []string{"once", "run", "check", "audit", "status", "render", "local", "demo", "version", "-log-format", "-envelope", "ssm:/",
+		"poller help <command>", "docs/configuration.md", "Exit status:", "-create-table"} {
+		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
+	}
+	if strings.Contains(out.String(), "README") {
+		t.Errorf("help points to the README, whose configuration table moved to docs/configuration.md:\n%s", out.String())
+	}
+}
+
+// TestHelpOfEachCommand: `poller help <command>` (stdout) and `poller
+// <command> -h` (stderr) print what the command does, its own flags and
+// the common ones, and no other command's flags; both exit 0. An unknown
+// topic is bad usage.
+func TestHelpOfEachCommand(t *testing.T) {
+	for _, tc := range []struct {
+		cmd       string
+		says      string
+		own, not  []string
+		noConfig  bool
+		noFlagsAt bool
+	}{
+		{cmd: "once", says: "One drain run", own: []string{"-create-table", "-metrics"}, not: []string{"-interval", "-json"}},
+		{cmd: "run", says: "every -interval", own: []string{"-interval", "-create-table"}, not: []string{"-json", "-envelope"}},
+		{cmd: "check", says: "the state table", not: []string{"-create-table", "-interval"}},
+		{cmd: "audit", says: "no unreported gap", own: []string{"-json"}, not: []string{"-create-table"}},
+		{cmd: "status", says: "the lag", not: []string{"-json", "-create-table"}},
+		{cmd: "render", says: "from stdin", own: []string{"-envelope", "-stream", "-topic", "-partition", "-offset", "-time", "-errors"}, not: []string{"-json"}},
+		{cmd: "local", says: "make local", own: []string{"-env-file"}, noConfig: true},
+		{cmd: "demo", says: "self-contained", noConfig: true},
+		{cmd: "version", says: "VCS commit", noFlagsAt: true},
+		{cmd: "help", says: "a command's", noFlagsAt: true},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run([]string{"help", tc.cmd}, nil, &out, &errb); code != 0 {
+				t.Fatalf("help %s: exit %d: %s", tc.cmd, code, errb.String())
+			}
+			viaHelp := out.String()
+			out.Reset()
+			errb.Reset()
+			if tc.cmd != "help" && tc.cmd != "version" {
+				if code := run([]string{tc.cmd, "-h"}, nil, &out, &errb); code != 0 {
+					t.Fatalf("%s -h: exit %d: %s", tc.cmd, code, errb.String())
+				}
+				if errb.String() != viaHelp {
+					t.Fatalf("%s -h prints\n%s\nbut help %s prints\n%s", tc.cmd, errb.String(), tc.cmd, viaHelp)
+				}
+			}
+			if !strings.HasPrefix(viaHelp, "Usage: poller "+tc.cmd) || !strings.Contains(viaHelp, tc.says) {
+				t.Fatalf("help %s does not start with its usage line and say %q:\n%s", tc.cmd, tc.says, viaHelp)
+			}
+			for _, f := range tc.own {
+				if !strings.Contains(viaHelp, "\n  "+f) {
+					t.Errorf("help %s lacks its flag %s:\n%s", tc.cmd, f, viaHelp)
+				}
+			}
+			for _, f := range tc.not {
+				if strings.Contains(viaHelp, "\n  "+f) {
+					t.Errorf("help %s shows another command's flag %s:\n%s", tc.cmd, f, viaHelp)
+				}
+			}
+			common := []string{"-log-level", "-log-format", "-config"}
+			switch {
+			case tc.noFlagsAt:
+				common = nil
+				if strings.Contains(viaHelp, "\n  -") {
+					t.Errorf("help %s shows flags:\n%s", tc.cmd, viaHelp)
+				}
+			case tc.noConfig:
+				common = common[:2]
+				if strings.Contains(viaHelp, "\n  -config") {
+					t.Errorf("help %s shows -config, which it does not read:\n%s", tc.cmd, viaHelp)
+				}
+			}
+			for _, f := range common {
+				if !strings.Contains(viaHelp, "\n  "+f) {
+					t.Errorf("help %s lacks the common flag %s:\n%s", tc.cmd, f, viaHelp)
+				}
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"help", "chek"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "chek"`) {
+		t.Fatalf("help chek: exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"-h"}, nil, &out, &errb); code != 0 || !strings.Contains(errb.String(), "Exit status:") {
+		t.Fatalf("-h before a command: exit %d, want 0 and the usage:\n%s", code, errb.String())
+	}
+}
+
+// TestExitStatusAsDocumented: the exit codes the usage lists, for what
+// the usage says gives them (those of runs are in the tests of runs).
+func TestExitStatusAsDocumented(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "sink.toml")
+	if err := os.WriteFile(bad, []byte("[plugin_config]\nbucket = \"b\"\nmax_file_size = \"8Mb\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"help"}, 0},
+		{[]string{"help", "audit"}, 0},
+		{[]string{"check", "-h"}, 0},
+		{[]string{"version"}, 0},
+		{nil, 2},                                   // no command
+		{[]string{"chek"}, 2},                      // an unknown command
+		{[]string{"once", "-nope"}, 2},             // an unknown flag
+		{[]string{"check", "-create-table"}, 2},    // a flag of another command
+		{[]string{"status", "-interval", "1s"}, 2}, // a flag of another command
+		{[]string{"once", "extra"}, 2},             // a stray argument
+		{[]string{"check", "-config", bad}, 2},     // a configuration that does not load
+		{[]string{"render", "-config", bad}, 2},    // the same for render
+		{[]string{"help", "once", "run"}, 2},       // a stray argument to help
+		{[]string{"audit", "-config", "/nonexistent/sink.toml"}, 2},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, nil, &out, &errb); code != tc.code {
+			t.Errorf("poller %q: exit %d, want %d:\n%s", tc.args, code, tc.code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "-create-table"}, nil, &out, &errb); !strings.Contains(errb.String(), "-create-table (a flag of once, run) does not apply") {
+		t.Errorf("check -create-table: exit %d: %s", code, errb.String())
 	}
 }
 

@@ -27,19 +27,41 @@ type command struct {
 // loadConfig loads -config (or SINK_CONFIG) and the environment; it logs
 // the configuration's short form at info and the full list at debug.
 func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
+	cfg, err := c.readConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "poller:", err)
+		return nil, false
+	}
+	return cfg, true
+}
+
+// readConfig loads -config (or SINK_CONFIG) and the environment, and logs
+// the upstream keys it ignores.
+func (c *command) readConfig(ctx context.Context) (*config.Config, error) {
 	path := c.opts.config
 	if path == "" {
 		path, _ = os.LookupEnv("SINK_CONFIG")
 	}
 	cfg, err := app.LoadConfig(ctx, path, "", os.LookupEnv)
 	if err != nil {
-		fmt.Fprintln(c.stderr, "poller:", err)
-		return nil, false
+		return nil, err
 	}
 	if len(cfg.Ignored) > 0 {
 		c.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
 	}
-	return cfg, true
+	return cfg, nil
+}
+
+// stoppedAtStart says whether once or run was stopped by a signal during
+// its start-up (ctx is the signal's own, which has no deadline: a check's
+// timeout inside it is still a failure), and logs the stop. A stop is no
+// failure, wherever it lands.
+func (c *command) stoppedAtStart(ctx context.Context, cmd, during string) bool {
+	if (cmd != "once" && cmd != "run") || ctx.Err() == nil {
+		return false
+	}
+	c.log.Info("poller stopped on a signal", "during", during, "stopped", "signal")
+	return true
 }
 
 // handOver runs a configuration with tables in poller-iceberg beside a lean
@@ -56,8 +78,12 @@ func (c *command) handOver() {
 // sink runs the commands that need a configured sink: once, run, check,
 // audit, status.
 func (c *command) sink(ctx context.Context, cmd string) int {
-	cfg, ok := c.loadConfig(ctx)
-	if !ok {
+	cfg, err := c.readConfig(ctx)
+	if err != nil {
+		if c.stoppedAtStart(ctx, cmd, "loading the configuration") {
+			return 0
+		}
+		fmt.Fprintln(c.stderr, "poller:", err)
 		return 2
 	}
 	if !app.HasIceberg && app.NeedsIceberg(cfg) {
@@ -71,12 +97,17 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 		return 0
 	}
 	app.ApplyMemoryLimit(cfg, c.log)
-	opts := app.Options{CreateTable: !readOnly, ReadOnly: readOnly, Logger: c.log}
+	// A missing state table: created at a local endpoint, on AWS only with
+	// -create-table; check names the tables of similar names too.
+	opts := app.Options{CreateTable: c.opts.createTable, PollerTables: true, ReadOnly: readOnly, Logger: c.log}
 	if c.opts.metrics && !readOnly {
 		opts.Hooks = append(opts.Hooks, &app.EMF{W: c.stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: c.log})
 	}
 	s, err := app.New(ctx, cfg, opts)
 	if err != nil {
+		if c.stoppedAtStart(ctx, cmd, "setting up the sink") {
+			return 0
+		}
 		fmt.Fprintln(c.stderr, "poller:", err)
 		return 1
 	}
@@ -90,6 +121,9 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 		return c.fail(s.WriteStatus(ctx, c.stdout), "status")
 	}
 	if err := s.Preflight(ctx); err != nil {
+		if c.stoppedAtStart(ctx, cmd, "the start-up checks") {
+			return 0
+		}
 		fmt.Fprintln(c.stderr, "poller: start-up check failed:", err)
 		return 1
 	}

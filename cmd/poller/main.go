@@ -24,9 +24,11 @@ import (
 const usage = `poller — drain Apache Iggy streams into S3 (the same run as the Lambda)
 
 Usage: poller <command> [flags]   (flags may come before or after the command)
+       poller help <command>      (or poller <command> -h: what it does, its flags)
 
 Commands:
   once     one drain run; the exit status says whether it failed
+           (-create-table: create a missing state table on AWS too)
   run      one drain run every poll_interval until SIGINT/SIGTERM
   check    check Iggy, the stream and topics, the bucket (list and write
            under the prefix) and the state table, one line each; exit 1 on
@@ -46,16 +48,98 @@ Commands:
            (what "make local" runs)
   demo     a self-contained demo: built-in Iggy broker, in-process S3 and
            state store; no configuration, no network
-  help     this text
+  help     this text; help <command>: that command's details and flags
   version  the module version and VCS commit (also --version)
 
 Configuration comes from the TOML file named by -config or SINK_CONFIG (the
 upstream connector's format; a path, s3://bucket/key or ssm:/parameter),
-overridden by environment variables (SINK_*, IGGY_*; see the README's
-configuration table).
+overridden by environment variables (SINK_*, IGGY_*; every setting is in
+docs/configuration.md).
+
+Exit status:
+  0  done: the command succeeded, a sink with enabled = false did nothing,
+     or once/run was stopped by SIGINT/SIGTERM (also during its start-up);
+     help, -h and version
+  1  failed: a check, a run, an audit (violations found, or it could not
+     finish), status, render, local or demo; or the sink could not be set up
+     (AWS, the state table, the credentials secret)
+  2  bad usage or configuration: an unknown command or flag, a flag of
+     another command, a stray argument, no command; a configuration that
+     does not load; render -time that is not RFC 3339; table_format =
+     "iceberg" in a poller built without Iceberg and none beside it
 
 Flags:
 `
+
+// commandHelp is what `poller help <command>` says of each command before
+// its flags.
+var commandHelp = map[string]string{
+	"once": `Usage: poller once [flags]
+
+One drain run, the one a Lambda invocation makes: it checks the bucket (list
+and write under the prefix) and the state table first, then archives what
+the configured topics hold, and exits. The exit status says whether it
+failed; SIGINT/SIGTERM stops it cleanly (leases released, groups left; exit
+0), during its start-up too.
+
+A missing state table is created, with a warning, when DynamoDB is a local
+stand-in (AWS_ENDPOINT_URL_DYNAMODB names a host off AWS: moto, DynamoDB
+Local, make local); on AWS only with -create-table, since a typo in
+state_table would otherwise start from empty state. The Lambda never
+creates it: the template does.`,
+	"run": `Usage: poller run [flags]
+
+A drain run (see poller help once) every -interval, default the first
+stream's poll_interval (at least 1s), until SIGINT/SIGTERM, which stops the
+current run cleanly (exit 0). Idle runs are logged at debug. A missing
+state table is treated as by once.`,
+	"check": `Usage: poller check [flags]
+
+Checks, one line each: Iggy reachable and the login accepted; each stream
+and topic present; the bucket listable and writable under the prefix (a
+multipart upload started and aborted: nothing is written); the bucket's
+rule that aborts incomplete uploads (a warning); the state table. A check
+that depends on a failed one is skipped. Exits 1 on a failure, naming the
+setting to fix. Read-only: creates and writes nothing.`,
+	"audit": `Usage: poller audit [flags]
+
+Lists every configured partition's objects and checks them: contiguous, no
+overlap, no unreported gap, up to the consumer group's committed offset and
+the state's last written offset; with table_format = "iceberg", each table
+too. Exits 1 on a violation (or when it cannot finish). Read-only: joins no
+group, writes and creates nothing, so it may run beside live sinks.
+Progress lines go to stderr.`,
+	"status": `Usage: poller status [flags]
+
+Per partition: the consumer group's committed offset, the newest offset and
+the lag, as Iggy reports them. Read-only; touches neither S3 nor the state
+table.`,
+	"render": `Usage: poller render [flags] < messages
+
+Reads messages from stdin, one payload per line (-envelope: JSON envelopes),
+and writes to stdout the object the sink would write for them; its key and
+notes go to stderr. Needs only the configuration: no Iggy, no S3.`,
+	"local": `Usage: poller local [flags]
+
+Starts S3, DynamoDB and an Iggy test broker with sample traffic on
+127.0.0.1, writes their environment to -env-file, and runs until Ctrl-C
+(what make local runs). In another terminal, source that file and run the
+poller against them.`,
+	"demo": `Usage: poller demo [flags]
+
+A self-contained demo: a built-in Iggy broker, an in-process S3 and state
+store, sample traffic drained and the objects shown. No configuration, no
+network.`,
+	"help": `Usage: poller help [command]
+
+The usage, or a command's: what it does and its flags.`,
+	"version": `Usage: poller version   (or poller --version)
+
+The module version and the VCS commit it was built from.`,
+}
+
+// commonFlags are the flags every command that reads a configuration takes.
+var commonFlags = []string{"config", "log-level", "log-format"}
 
 // options are the parsed flags.
 type options struct {
@@ -72,14 +156,34 @@ type options struct {
 	offset            uint64
 	// local
 	envFile string
+	// once, run
+	createTable bool
+	// help: the command asked about
+	helpTopic string
 }
 
-// commandFlags lists the flags that belong to one command only.
+// commands lists the commands in the order the usage gives them.
+var commands = []string{"once", "run", "check", "audit", "status", "render", "local", "demo", "help", "version"}
+
+// commandFlags lists the flags that belong to some commands only.
 var commandFlags = map[string][]string{
-	"run":    {"interval"},
+	"once":   {"create-table", "metrics"},
+	"run":    {"interval", "create-table", "metrics"},
 	"audit":  {"json"},
 	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors"},
 	"local":  {"env-file"},
+}
+
+// flagOwners lists the commands a flag belongs to, in usage order; none
+// for a common flag.
+func flagOwners(name string) []string {
+	var owners []string
+	for _, c := range commands {
+		if slices.Contains(commandFlags[c], name) {
+			owners = append(owners, c)
+		}
+	}
+	return owners
 }
 
 func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
@@ -100,6 +204,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.errorsFile, "errors", "", `render: write the error object (invalid_payload = "error_object": the records that could not be written, JSON Lines) to this file`)
 	fs.BoolVar(&o.json, "json", false, "audit: print the report as one JSON document (progress lines still go to stderr)")
 	fs.StringVar(&o.envFile, "env-file", "local.env", "local: file to write the environment to (removed on exit)")
+	fs.BoolVar(&o.createTable, "create-table", false, "once, run: create a missing state table even on AWS (by default only at a local DynamoDB endpoint such as moto's)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -107,10 +212,57 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// writeHelp prints the usage (cmd "" or "help" alone), or cmd's help: what
+// it does, its own flags and the common ones.
+func writeHelp(w io.Writer, cmd string) {
+	text, ok := commandHelp[cmd]
+	if !ok {
+		fmt.Fprint(w, usage)
+		newFlagSet(&options{}, w).PrintDefaults()
+		return
+	}
+	fmt.Fprintln(w, text)
+	own, common := commandFlags[cmd], commonFlags
+	switch cmd {
+	case "help", "version":
+		own, common = nil, nil
+	case "demo":
+		common = common[1:] // no configuration
+	case "local":
+		common = common[1:]
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(w, "\nFlags of %s:\n", cmd)
+		printFlags(w, own)
+	}
+	if len(common) > 0 {
+		fmt.Fprintln(w, "\nCommon flags (before or after the command):")
+		printFlags(w, common)
+	}
+	if cmd != "help" && cmd != "version" {
+		fmt.Fprintln(w, "\nExit status: 0 done, 1 failed, 2 bad usage or configuration (poller help says more).")
+	}
+}
+
+// printFlags prints the named flags as flag.PrintDefaults does, with
+// their defaults.
+func printFlags(w io.Writer, names []string) {
+	all := newFlagSet(&options{}, io.Discard)
+	sub := flag.NewFlagSet("poller", flag.ContinueOnError)
+	sub.SetOutput(w)
+	for _, n := range names {
+		f := all.Lookup(n)
+		sub.Var(f.Value, f.Name, f.Usage)
+	}
+	sub.PrintDefaults()
+}
+
 // parse reads flags before and after the command. It returns the command
-// and, when parsing ends the program, the exit code.
+// and, when parsing ends the program, the exit code. -h before the command
+// prints the usage, after it the command's help.
 func parse(args []string, o *options, stderr io.Writer) (cmd string, code int, done bool) {
 	fs := newFlagSet(o, stderr)
+	fs.Usage = func() { writeHelp(stderr, cmd) }
 	if err := fs.Parse(args); err != nil {
 		return "", exitFor(err), true
 	}
@@ -123,6 +275,14 @@ func parse(args []string, o *options, stderr io.Writer) (cmd string, code int, d
 	if o.version {
 		return "version", 0, false
 	}
+	if cmd == "help" && fs.NArg() == 1 {
+		o.helpTopic = fs.Arg(0)
+		if _, ok := commandHelp[o.helpTopic]; !ok {
+			fmt.Fprintf(stderr, "poller help: unknown command %q (want %s)\n", o.helpTopic, strings.Join(commands, ", "))
+			return "", 2, true
+		}
+		return cmd, 0, false
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "poller %s: unexpected argument %q (flags may come before or after the command; see poller help)\n", cmd, fs.Arg(0))
 		return "", 2, true
@@ -133,10 +293,8 @@ func parse(args []string, o *options, stderr io.Writer) (cmd string, code int, d
 	}
 	var stray []string
 	fs.Visit(func(f *flag.Flag) {
-		for c, names := range commandFlags {
-			if c != cmd && slices.Contains(names, f.Name) {
-				stray = append(stray, fmt.Sprintf("-%s (a flag of %s)", f.Name, c))
-			}
+		if owners := flagOwners(f.Name); len(owners) > 0 && !slices.Contains(owners, cmd) {
+			stray = append(stray, fmt.Sprintf("-%s (a flag of %s)", f.Name, strings.Join(owners, ", ")))
 		}
 	})
 	if len(stray) > 0 {
@@ -173,7 +331,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &command{opts: &o, stdin: stdin, stdout: stdout, stderr: stderr, log: logger}
 	switch cmd {
 	case "help":
-		newFlagSet(&o, stderr).Usage()
+		writeHelp(stdout, o.helpTopic)
 		return 0
 	case "version":
 		fmt.Fprintln(stdout, app.Version())

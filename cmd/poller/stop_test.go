@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -252,4 +256,76 @@ func TestKillRecoveryTime(t *testing.T) {
 	if took < 2*lease/3 || took > lease+5*time.Second {
 		t.Fatalf("recovery took %s with a %s lease", took, lease)
 	}
+}
+
+// TestSignalDuringStartUp (issue 41): a SIGTERM that arrives while once or
+// run is in its start-up checks (here: an S3 that accepts the request and
+// never answers) is a stop, logged at info, exit 0; never "start-up check
+// failed". A check that runs out of time (a deadline, not a signal) still
+// fails.
+func TestSignalDuringStartUp(t *testing.T) {
+	st := newStack(t, 10)
+	bin := buildPoller(t)
+	for _, cmdName := range []string{"once", "run"} {
+		t.Run(cmdName, func(t *testing.T) {
+			endpoint, hit := notifyingStall(t)
+			cmd := exec.Command(bin, cmdName, "-log-format", "json")
+			cmd.Env = append(append(os.Environ(), st.env...), "SINK_ENDPOINT="+endpoint, "SINK_AWS_REQUEST_TIMEOUT=10m")
+			logs := &testenv.LockedBuffer{}
+			cmd.Stderr = logs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-hit:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the start-up check never reached S3:\n%s", logs.String())
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("poller %s stopped during its start-up check: %v, want exit 0:\n%s", cmdName, err, logs.String())
+			}
+			line := lineWith(logs.String(), `"msg":"poller stopped on a signal"`)
+			if !strings.Contains(line, `"level":"INFO"`) || !strings.Contains(line, `"during":"the start-up checks"`) {
+				t.Fatalf("no info line says it stopped during the start-up checks:\n%s", logs.String())
+			}
+			if strings.Contains(logs.String(), "start-up check failed") || strings.Contains(logs.String(), `"level":"ERROR"`) {
+				t.Fatalf("a stop reported as a failure:\n%s", logs.String())
+			}
+		})
+	}
+	t.Run("deadline", func(t *testing.T) {
+		endpoint, _ := notifyingStall(t)
+		cmd := exec.Command(bin, "once", "-log-format", "json")
+		cmd.Env = append(append(os.Environ(), st.env...), "SINK_ENDPOINT="+endpoint, "SINK_AWS_REQUEST_TIMEOUT=300ms", "SINK_MAX_ATTEMPTS=1")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "start-up check failed") {
+			t.Fatalf("once against an S3 that never answers: %v, want exit 1 with the failed start-up check:\n%s", err, out)
+		}
+	})
+}
+
+// notifyingStall is an HTTP server that accepts requests and never
+// answers, and tells on hit when the first one arrives.
+func notifyingStall(t *testing.T) (endpoint string, hit <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{})
+	var once atomic.Bool
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if once.CompareAndSwap(false, true) {
+			close(ch)
+		}
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hold); srv.Close() })
+	return srv.URL, ch
 }

@@ -594,6 +594,7 @@ func checkOutputs(t *testing.T, s *stack, sc deployScenario) {
 		"LagAlarmName":    "Ref(LagAlarm)",
 		"BucketName":      "iggy-archive",
 		"DashboardName":   "Ref(SinkDashboard)",
+		"DashboardUrl":    "https://" + testRegion + ".console.aws.amazon.com/cloudwatch/home?region=" + testRegion + "#dashboards:name=Ref(SinkDashboard)",
 		"AuditAlarmName":  "Ref(AuditAlarm)",
 	}
 	if sc.newBucket {

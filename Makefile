@@ -43,20 +43,22 @@ local: tools py-tools
 	@$(BIN)/poller local
 
 ## check: the quick loop while editing: gofmt, vet, and every test that needs nothing installed (in-process S3,
-## DynamoDB and Iggy broker; no -race), ending with one line (make test runs everything)
+## DynamoDB and Iggy broker; no -race), ending with one line of counts, skips grouped by reason (V=1 names them;
+## make test runs everything)
+SUMMARY = $(GO) run ./internal/testkit/cmd/testsummary$(if $(V), -v)
 check: fmt-check vet
-	set -o pipefail; SINK_CHECK=1 MODEL_SEEDS=20 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
+	set -o pipefail; SINK_CHECK=1 MODEL_SEEDS=20 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -json ./... | $(SUMMARY)
 
 ## test: install tools, check formatting and vet, run every test with -race (the drain's in process, on the broker's
 ## Iggy 0.9 protocol; a line on skipped tests ends each step), then the drain against versitygw, MinIO and moto_server
 ## with its 300-seed model test, then its crash matrix and 100 model seeds on Iggy 0.8 and 0.10, then the `sam local`
 ## workflow (sam-local)
 test: tools py-tools py-iggy sam-cli parquet-readers iceberg-tools fmt-check vet
-	set -o pipefail; MODEL_SEEDS=40 DRAIN_BACKENDS=inproc $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(GO) run ./internal/testkit/cmd/testsummary
+	set -o pipefail; MODEL_SEEDS=40 DRAIN_BACKENDS=inproc $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(SUMMARY)
 	@echo "the drain against versitygw, MinIO and moto_server, and its model test with 300 seeds (without -race: the in-process runs above had it)"
-	set -o pipefail; DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary
+	set -o pipefail; DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(SUMMARY)
 	@echo "the drain's crash matrix and 100 model seeds on the broker's Iggy 0.8 and 0.10 protocols (the sink finds each out)"
-	set -o pipefail; for p in 0.8 0.10; do IGGY_TEST_PROTOCOL=$$p MODEL_SEEDS=100 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -run 'TestModel|TestCrashAtEveryStep' -json ./internal/drain | $(GO) run ./internal/testkit/cmd/testsummary || exit 1; done
+	set -o pipefail; for p in 0.8 0.10; do IGGY_TEST_PROTOCOL=$$p MODEL_SEEDS=100 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -run 'TestModel|TestCrashAtEveryStep' -json ./internal/drain | $(SUMMARY) || exit 1; done
 	@./scripts/sam-local.sh
 
 ## sam-local: `sam local invoke` and `sam local start-lambda` against MinIO, moto_server and an Iggy broker in

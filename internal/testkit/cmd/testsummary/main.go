@@ -1,12 +1,15 @@
 // Command testsummary reads `go test -json` on stdin, prints what plain
 // `go test` would (a line per package, the output of failed tests and
-// build errors), and ends with one line that lists the skipped tests and why.
-// It exits 1 when a test or a build failed.
+// build errors), and ends with one short line of counts: passed, failed and
+// skipped, the skips grouped by what they lack ("8 need versitygw"). With -v
+// (make check V=1) it first lists the skipped tests of each group with
+// their reasons. It exits 1 when a test or a build failed.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,19 +33,27 @@ type key struct{ pkg, test string }
 type summary struct {
 	out     io.Writer
 	pending map[key][]string // output of running tests
-	skips   map[string][]string
+	skips   []skipped
 	passed  int
 	failed  int
 	broken  bool // a package or a build failed
 }
 
+// skipped is a skipped test and the message it gave t.Skip.
+type skipped struct{ test, reason string }
+
 func main() {
-	s := &summary{out: os.Stdout, pending: map[key][]string{}, skips: map[string][]string{}}
+	verbose := flag.Bool("v", false, "list the skipped tests of each group, with their reasons, before the last line")
+	flag.Parse()
+	s := &summary{out: os.Stdout, pending: map[key][]string{}}
 	if err := s.read(os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
 	}
-	fmt.Fprintln(s.out, s.line())
+	if *verbose {
+		s.writeSkips(s.out)
+	}
+	fmt.Fprintln(s.out, s.line(*verbose))
 	if s.broken || s.failed > 0 {
 		os.Exit(1)
 	}
@@ -84,8 +95,7 @@ func (s *summary) handle(e event) {
 		}
 		delete(s.pending, k)
 	case e.Action == "skip":
-		why := skipReason(s.pending[k])
-		s.skips[why] = append(s.skips[why], shortPkg(e.Package)+"."+e.Test)
+		s.skips = append(s.skips, skipped{test: shortPkg(e.Package) + "." + e.Test, reason: skipReason(s.pending[k])})
 		delete(s.pending, k)
 	}
 }
@@ -131,30 +141,75 @@ func shortPkg(p string) string {
 	return p
 }
 
-// line is the final summary: counts, then every skip grouped by reason.
-func (s *summary) line() string {
-	n := 0
-	reasons := make([]string, 0, len(s.skips))
-	for why, tests := range s.skips {
-		n += len(tests)
-		reasons = append(reasons, why)
+// skipGroup is the skipped tests that lack the same thing.
+type skipGroup struct {
+	group
+	tests []skipped
+}
+
+// groups returns the skips by group, the largest first.
+func (s *summary) groups() []skipGroup {
+	byGroup := map[group]*skipGroup{}
+	var out []*skipGroup
+	for _, sk := range s.skips {
+		g := groupOf(sk.reason)
+		sg := byGroup[g]
+		if sg == nil {
+			sg = &skipGroup{group: g}
+			byGroup[g] = sg
+			out = append(out, sg)
+		}
+		sg.tests = append(sg.tests, sk)
 	}
-	sort.Slice(reasons, func(i, j int) bool {
-		if a, b := len(s.skips[reasons[i]]), len(s.skips[reasons[j]]); a != b {
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := len(out[i].tests), len(out[j].tests); a != b {
 			return a > b
 		}
-		return reasons[i] < reasons[j]
+		return out[i].label(1) < out[j].label(1)
 	})
+	res := make([]skipGroup, len(out))
+	for i, sg := range out {
+		sort.Slice(sg.tests, func(a, b int) bool { return sg.tests[a].test < sg.tests[b].test })
+		res[i] = *sg
+	}
+	return res
+}
+
+// line is the final summary: the counts, and the skips by group.
+func (s *summary) line(verbose bool) string {
 	head := fmt.Sprintf("tests: %d passed, %d failed", s.passed, s.failed)
-	if n == 0 {
+	if len(s.skips) == 0 {
 		return head + ", none skipped"
 	}
-	head += fmt.Sprintf(", %d skipped", n)
-	parts := make([]string, len(reasons))
-	for i, why := range reasons {
-		tests := s.skips[why]
-		sort.Strings(tests)
-		parts[i] = fmt.Sprintf("%d × %q (%s)", len(tests), why, strings.Join(tests, ", "))
+	groups := s.groups()
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g.label(len(g.tests))
 	}
-	return head + ": " + strings.Join(parts, "; ")
+	line := fmt.Sprintf("%s, %d skipped: %s", head, len(s.skips), strings.Join(parts, ", "))
+	if !verbose {
+		line += " (V=1 names them)"
+	}
+	return line
+}
+
+// writeSkips lists each group's tests under the reasons they gave.
+func (s *summary) writeSkips(w io.Writer) {
+	for _, g := range s.groups() {
+		fmt.Fprintf(w, "skipped: %s\n", g.label(len(g.tests)))
+		var reason string
+		for _, sk := range sortedByReason(g.tests) {
+			if sk.reason != reason {
+				reason = sk.reason
+				fmt.Fprintf(w, "  %s\n", reason)
+			}
+			fmt.Fprintf(w, "    %s\n", sk.test)
+		}
+	}
+}
+
+func sortedByReason(tests []skipped) []skipped {
+	out := append([]skipped(nil), tests...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].reason < out[j].reason })
+	return out
 }

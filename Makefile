@@ -167,12 +167,15 @@ bootstrap:
 # sam build (BuildMethod: makefile) calls this target with ARTIFACTS_DIR set.
 # ARCH=x86_64 builds for x86 (deploy with Architecture=x86_64 too); CONFIG_FILE=path
 # bundles that configuration file at the same relative path (deploy with SinkConfig=path).
+# CONFIG_FILE is checked before the two cross-compiles, so that a typo fails in a second, not minutes later.
 build-SinkFunction:
+ifneq ($(strip $(CONFIG_FILE)),)
+	@case "$(CONFIG_FILE)" in /*|*..*|*:*) echo "CONFIG_FILE=$(CONFIG_FILE): give a relative path inside the repository, e.g. CONFIG_FILE=examples/aws-hive-zstd.toml (it is bundled at the same path; deploy with SinkConfig=that path)"; exit 1;; esac
+	@test -f "$(CONFIG_FILE)" || { echo "CONFIG_FILE=$(CONFIG_FILE): no such file in $(CURDIR): give the path of a configuration file relative to the repository, e.g. CONFIG_FILE=examples/aws-hive-zstd.toml (examples/ has more)"; exit 1; }
+endif
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(if $(filter x86_64,$(ARCH)),amd64,$(or $(ARCH),arm64)) $(GO) build -tags lambda.norpc,noiceberg -trimpath -ldflags='$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap ./cmd/lambda
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(if $(filter x86_64,$(ARCH)),amd64,$(or $(ARCH),arm64)) $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap-iceberg ./cmd/lambda
 ifneq ($(strip $(CONFIG_FILE)),)
-	@case "$(CONFIG_FILE)" in /*|*..*|*:*) echo "CONFIG_FILE=$(CONFIG_FILE): give a relative path inside the repository (it is bundled at the same path)"; exit 1;; esac
-	@test -f "$(CONFIG_FILE)" || { echo "CONFIG_FILE=$(CONFIG_FILE): no such file"; exit 1; }
 	mkdir -p "$(ARTIFACTS_DIR)/$(dir $(CONFIG_FILE))" && cp "$(CONFIG_FILE)" "$(ARTIFACTS_DIR)/$(CONFIG_FILE)"
 endif
 

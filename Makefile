@@ -12,11 +12,14 @@ export SAM_CLI_TELEMETRY := 0
 # (Debian and Ubuntu refuse pip there: externally-managed-environment). A
 # venv is named after a checksum of its pins, so changing a pin makes a new
 # one beside the old; the SAM CLI pins its own aws-sam-translator and
-# cfn-lint, hence two venvs.
+# cfn-lint, hence a venv of its own. moto has one too, so that make local
+# installs moto alone, not the linters beside it.
 PY := python3
-PY_PKGS := moto[server]==5.2.1 cfn-lint==1.51.0 aws-sam-translator==1.110.0
+MOTO_PKGS := moto[server]==5.2.1
+PY_PKGS := cfn-lint==1.51.0 aws-sam-translator==1.110.0
 SAM_PKGS := aws-sam-cli==1.170.0
 pins = $(shell printf '%s' '$(1)' | cksum | cut -d' ' -f1)
+MOTO_VENV := $(BIN)/moto-$(call pins,$(MOTO_PKGS))
 PY_VENV := $(BIN)/pytools-$(call pins,$(PY_PKGS))
 SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 
@@ -24,7 +27,7 @@ SAM_VENV := $(BIN)/samcli-$(call pins,$(SAM_PKGS))
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +modified)
 LDFLAGS := -s -w -X github.com/iggy-s3-sink/iggy-s3-sink/internal/app.buildCommit=$(COMMIT)
 
-.PHONY: all help demo local check test tools py-tools py-iggy sam-cli aws-cli sam-local parquet-readers iceberg-tools bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
+.PHONY: all help demo local check test tools py-tools py-moto py-iggy sam-cli aws-cli sam-local parquet-readers iceberg-tools bench-parquet fmt-check vet bench bootstrap build-SinkFunction clean
 
 all: test
 
@@ -39,11 +42,29 @@ demo:
 	@echo "building the poller without Iceberg (the first time takes about 40 s on an idle 2-core machine) ..."
 	$(GO) run -tags noiceberg ./cmd/poller demo
 
-## local: S3, DynamoDB and an Iggy test broker with sample traffic on 127.0.0.1 until Ctrl-C; writes local.env
-# Built and run (not `go run`, which turns Ctrl-C into an error) from .bin/poller.
-local: tools py-tools
-	@$(GO) build -o $(BIN)/poller ./cmd/poller
-	@$(BIN)/poller local
+## local: S3 (versitygw; LOCAL_S3=minio for MinIO), DynamoDB and an Iggy test broker with sample traffic on
+## 127.0.0.1 until Ctrl-C; writes local.env. Builds and installs only what it starts, a timed line per step
+# The poller is built without Iceberg (local needs none) and run from .bin/poller (not `go run`, which
+# turns Ctrl-C into an error). LOCAL_STARTED_AT, taken first, lets it count "ready in" from here.
+LOCAL_S3 ?= versitygw
+LOCAL_S3_BIN := $(if $(filter minio,$(LOCAL_S3)),$(BIN)/minio,$(BIN)/versitygw)
+local:
+	@export LOCAL_STARTED_AT=$$(date +%s.%N) LOCAL_S3=$(LOCAL_S3); \
+	case "$(LOCAL_S3)" in versitygw|minio) ;; *) echo "LOCAL_S3=$(LOCAL_S3): want versitygw (the default) or minio"; exit 2;; esac; \
+	$(call step,building the poller without Iceberg into .bin/poller,$(GO) build -tags noiceberg -o $(BIN)/poller ./cmd/poller); \
+	if ! $(MAKE) -s -q $(LOCAL_S3_BIN) 2>/dev/null; then \
+	  $(call step,building $(LOCAL_S3) into .bin/,$(MAKE) -s --no-print-directory $(LOCAL_S3_BIN)); fi; \
+	if [ ! -f $(MOTO_VENV)/.complete ]; then \
+	  $(call step,installing moto_server into .bin/$(notdir $(MOTO_VENV)) (once),$(MAKE) -s --no-print-directory py-moto); \
+	else $(MAKE) -s --no-print-directory py-moto; fi; \
+	exec $(BIN)/poller local
+
+# step WHAT,COMMAND (in a recipe's shell): say what runs, run it with its output kept aside (shown only
+# when it fails), then print how long it took, so that a long first build is visibly under way.
+step = printf '%-68s ' '$(1) ...'; \
+	_log=$$(mktemp); _t0=$$(date +%s%N); \
+	if ! { $(2); } >$$_log 2>&1; then echo "failed:"; cat $$_log; rm -f $$_log; exit 1; fi; \
+	rm -f $$_log; _ds=$$(( ($$(date +%s%N) - _t0) / 100000000 )); printf '%3d.%ds\n' $$((_ds / 10)) $$((_ds % 10))
 
 ## check: the quick loop while editing: gofmt, vet, and every test that needs nothing installed (in-process S3,
 ## DynamoDB and Iggy broker; no -race), ending with one line of counts, skips grouped by reason (V=1 names them;
@@ -105,10 +126,15 @@ fi
 @for t in $(3); do ln -sfn $(notdir $(1))/bin/$$t $(BIN)/$$t; done
 endef
 
-## py-tools: moto_server, cfn-lint and aws-sam-translator (pinned) in a venv under .bin/
-py-tools:
+## py-tools: moto_server (py-moto), cfn-lint and aws-sam-translator (pinned) in venvs under .bin/
+py-tools: py-moto
 	@mkdir -p $(BIN)
-	$(call venv,$(PY_VENV),$(PY_PKGS),moto_server cfn-lint)
+	$(call venv,$(PY_VENV),$(PY_PKGS),cfn-lint)
+
+## py-moto: moto_server (pinned) alone in a venv under .bin/, what make local needs
+py-moto:
+	@mkdir -p $(BIN)
+	$(call venv,$(MOTO_VENV),$(MOTO_PKGS),moto_server)
 
 ## sam-cli: the AWS SAM CLI (pinned) in a venv under .bin/, for `sam validate --lint` and `sam build` in the tests
 sam-cli:

@@ -144,7 +144,7 @@ install_tools() {
 		took "installed awscli into a venv under .bin/"
 	fi
 	if [[ ! -x $BIN/minio ]] || ! command -v moto_server >/dev/null; then
-		make -s -C "$ROOT" "$BIN/minio" py-tools >"$WORK/tools.log" 2>&1 || die "make tools: $(tail -n 3 "$WORK/tools.log")"
+		make -s -C "$ROOT" "$BIN/minio" py-moto >"$WORK/tools.log" 2>&1 || die "make tools: $(tail -n 3 "$WORK/tools.log")"
 		took "built MinIO / installed moto_server"
 	fi
 	# The checker reads MinIO with boto3: moto_server's venv has it (moto needs it).

@@ -4,14 +4,31 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/devenv"
 )
 
 // local is `poller local` (make local): the stand-ins until a signal.
+//
+// LOCAL_S3 picks the S3 server (versitygw, or minio); LOCAL_STARTED_AT,
+// which make local sets as its first step, is when the command began, so
+// that "ready in" counts the builds and installs before the servers too.
 func (c *command) local(ctx context.Context) int {
+	began, err := localBegan(os.Getenv("LOCAL_STARTED_AT"), time.Now())
+	if err != nil {
+		fmt.Fprintln(c.stderr, "poller local:", err)
+		return 2
+	}
+	s3 := os.Getenv("LOCAL_S3")
+	if s3 != "" && s3 != devenv.Versitygw && s3 != devenv.MinIO {
+		fmt.Fprintf(c.stderr, "poller local: LOCAL_S3=%s: want %s (the default) or %s; make local LOCAL_S3=%s builds MinIO first\n",
+			s3, devenv.Versitygw, devenv.MinIO, devenv.MinIO)
+		return 2
+	}
 	fmt.Fprintln(c.stdout, "Starting S3, DynamoDB and an Iggy test broker on 127.0.0.1 ...")
-	st, err := devenv.Start(ctx, devenv.Options{Log: c.log, IggyProtocol: os.Getenv("IGGY_BROKER_PROTOCOL")})
+	st, err := devenv.Start(ctx, devenv.Options{Log: c.log, IggyProtocol: os.Getenv("IGGY_BROKER_PROTOCOL"), S3: s3, Progress: c.stdout})
 	if err != nil {
 		fmt.Fprintln(c.stderr, "poller local:", err)
 		return 1
@@ -23,6 +40,7 @@ func (c *command) local(ctx context.Context) int {
 		return 1
 	}
 	defer os.Remove(envFile)
+	fmt.Fprintln(c.stdout)
 	st.Describe(c.stdout)
 	fmt.Fprintf(c.stdout, "\nThe environment for the poller, also in %s:\n\n", envFile)
 	for _, kv := range st.Env() {
@@ -32,11 +50,37 @@ func (c *command) local(ctx context.Context) int {
 In another terminal, in this directory:
 
   . ./%s
-  go run ./cmd/poller once     # or: check, run, audit, status
+  .bin/poller once     # or: check, run, audit, status (built without Iceberg; go run ./cmd/poller has it)
 
-ready in %.1fs; Ctrl-C stops the servers and removes %s.
-`, envFile, st.Started.Seconds(), envFile)
+%s; Ctrl-C stops the servers and removes %s.
+`, envFile, readyMessage(time.Since(began), st.Started), envFile)
 	<-ctx.Done()
 	fmt.Fprintln(c.stdout, "stopping: broker, moto_server, "+st.S3Kind)
 	return 0
+}
+
+// localBegan is when the command began: LOCAL_STARTED_AT (Unix seconds,
+// as `date +%s.%N` prints them) when set, else now.
+func localBegan(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return now, nil
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs <= 0 {
+		return time.Time{}, fmt.Errorf("LOCAL_STARTED_AT=%s: want the Unix time in seconds (`date +%%s.%%N`), as make local sets it; unset it to count from now", v)
+	}
+	t := time.Unix(0, int64(secs*1e9))
+	if t.After(now) {
+		return now, nil // another clock's reading, a little ahead
+	}
+	return t, nil
+}
+
+// readyMessage says how long the command took to be ready and, when builds
+// came before, how much of it the servers took.
+func readyMessage(total, servers time.Duration) string {
+	if total-servers < 100*time.Millisecond {
+		return fmt.Sprintf("ready in %.1fs", servers.Seconds())
+	}
+	return fmt.Sprintf("ready in %.1fs (builds and installs %.1fs, servers %.1fs)", total.Seconds(), (total - servers).Seconds(), servers.Seconds())
 }

@@ -36,7 +36,7 @@ func TestREADMELocalTesting(t *testing.T) {
 		testenv.RequireTool(t, tool)
 	}
 	if _, err := os.Stat(filepath.Join(root, ".bin", "moto_server")); err != nil {
-		msg := "no .bin/moto_server: run make py-tools first (make local would install it inside the test's copy)"
+		msg := "no .bin/moto_server: run make py-moto (or py-tools) first (make local would install it inside the test's copy)"
 		if testenv.InCI() {
 			t.Fatal(msg)
 		}
@@ -44,6 +44,7 @@ func TestREADMELocalTesting(t *testing.T) {
 	}
 	dir := cleanCheckout(t, root)
 	server := startTerminal1(t, dir, blocks[0])
+	checkLocalSteps(t, server.out.String())
 	env, err := os.ReadFile(filepath.Join(dir, "local.env"))
 	if err != nil {
 		t.Fatalf("make local wrote no local.env: %v", err)
@@ -82,6 +83,7 @@ func TestREADMELocalTesting(t *testing.T) {
 
 type terminal struct {
 	*exec.Cmd
+	out    *testenv.LockedBuffer
 	exited chan error
 }
 
@@ -98,7 +100,7 @@ func startTerminal1(t *testing.T, dir, block string) *terminal {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	term := &terminal{Cmd: cmd, exited: make(chan error, 1)}
+	term := &terminal{Cmd: cmd, out: out, exited: make(chan error, 1)}
 	go func() { term.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -109,6 +111,29 @@ func startTerminal1(t *testing.T, dir, block string) *terminal {
 	waitForOutput(t, out, term.exited, "ready in ", 5*time.Minute)
 	t.Logf("make local ready after %s (%s)", time.Since(started).Round(time.Millisecond), readyLine(out.String()))
 	return term
+}
+
+// checkLocalSteps: make local said what it was doing, step by step, each
+// with its time, and built or started no MinIO (versitygw is the default).
+func checkLocalSteps(t *testing.T, out string) {
+	t.Helper()
+	for _, re := range []string{
+		`(?m)^building the poller without Iceberg into \.bin/poller \.\.\. +\d+\.\ds$`,
+		`(?m)^  versitygw answers at http://127\.0\.0\.1:\d+ +\d+\.\ds$`,
+		`(?m)^  moto_server answers at http://127\.0\.0\.1:\d+ +\d+\.\ds$`,
+		`(?m)^  the Iggy test broker listens at 127\.0\.0\.1:\d+ +\d+\.\ds$`,
+		`(?m)^  created bucket "iggy-local" +\d+\.\ds$`,
+		`(?m)^  created table "iggy-s3-sink-state" +\d+\.\ds$`,
+		`(?m)^  produced 1000 sample messages into app/logs \(4 partitions\) +\d+\.\ds$`,
+		`(?m)^ready in \d+\.\ds(?: \(builds and installs \d+\.\ds, servers \d+\.\ds\))?;`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("make local printed no line matching %s", re)
+		}
+	}
+	if strings.Contains(strings.ToLower(out), "minio") {
+		t.Errorf("make local mentions MinIO, which it should neither build nor start unless LOCAL_S3=minio")
+	}
 }
 
 // checkLocalOutput: the checks passed, every partition got objects and a

@@ -61,3 +61,10 @@ func TestEnvFile(t *testing.T) {
 		}
 	}
 }
+
+func TestStartRefusesUnknownS3(t *testing.T) {
+	_, err := Start(t.Context(), Options{Root: t.TempDir(), S3: "s3proxy"})
+	if err == nil || !strings.Contains(err.Error(), `"s3proxy": want "versitygw" or "minio"`) {
+		t.Fatalf("Start with S3 s3proxy: %v", err)
+	}
+}

@@ -33,10 +33,11 @@ func FindTool(root, name string) (string, error) {
 
 // proc is one started server.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *tailBuffer
-	exited chan struct{}
+	name    string
+	cmd     *exec.Cmd
+	out     *tailBuffer
+	exited  chan struct{}
+	started time.Time
 }
 
 func startProc(name, path string, env []string, args ...string) (*proc, error) {
@@ -45,10 +46,11 @@ func startProc(name, path string, env []string, args ...string) (*proc, error) {
 	out := &tailBuffer{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = procAttr()
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, out: out, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: out, exited: make(chan struct{}), started: started}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,10 +36,19 @@ type Seed struct {
 	Partitions, Messages int
 }
 
+// The S3 servers a Stack can run (Options.S3).
+const (
+	Versitygw = "versitygw"
+	MinIO     = "minio" // a test service only (AGPL-3.0), never shipped; make local LOCAL_S3=minio builds it
+)
+
 // Options configure a Stack. Zero fields take the defaults in brackets.
 type Options struct {
 	// Root is the repository, whose .bin/ holds the tools [working directory].
 	Root string
+	// S3 is the S3 server to run: Versitygw or MinIO [Versitygw]. Only the
+	// one asked for is started, so only it needs building.
+	S3 string
 	// S3Port [9000], DynamoPort [8000] and IggyPort [8090] are tried
 	// first; a port in use is replaced by a free one.
 	S3Port, DynamoPort, IggyPort int
@@ -51,6 +59,10 @@ type Options struct {
 	// or "0.10" [0.9, what Iggy 0.9 servers speak].
 	IggyProtocol string
 	Log          *slog.Logger
+	// Progress, when set, gets one line per step as it ends: which server
+	// answers where, the bucket, the table, the sample messages, and how
+	// long each took.
+	Progress io.Writer
 }
 
 // Stack is a running set of local stand-ins.
@@ -62,8 +74,8 @@ type Stack struct {
 	IggyProtocol   string
 	Bucket, Table  string
 	Seed           Seed
-	DataDir        string // the S3 server's files
-	Started        time.Duration
+	DataDir        string        // the S3 server's files
+	Started        time.Duration // from Start's call to the stack being ready
 
 	procs  []*proc
 	broker *iggytest.Broker
@@ -91,11 +103,17 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.S3 == "" {
+		o.S3 = Versitygw
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
 }
 
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+// step writes a Progress line: what is done, and how long it took.
+func step(o Options, took time.Duration, format string, args ...any) {
+	fmt.Fprintf(o.Progress, "  %-66s %5.1fs\n", fmt.Sprintf(format, args...), took.Seconds())
 }
 
 func cmpOr(v, def int) int {
@@ -105,11 +123,15 @@ func cmpOr(v, def int) int {
 	return def
 }
 
-// Start starts S3 (MinIO when <root>/.bin/minio exists, else versitygw),
-// moto_server and the broker, creates the bucket and the table, and seeds
-// the broker. On error everything started so far is stopped.
+// Start starts S3 (versitygw, or MinIO when asked), moto_server and the
+// broker, creates the bucket and the table, and seeds the broker, writing a
+// line per step to o.Progress. On error everything started so far is
+// stopped.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	o.defaults()
+	if o.S3 != Versitygw && o.S3 != MinIO {
+		return nil, fmt.Errorf("S3 server %q: want %q or %q", o.S3, Versitygw, MinIO)
+	}
 	began := time.Now()
 	s := &Stack{Bucket: o.Bucket, Table: o.Table, Seed: o.Seed}
 	defer func() {
@@ -120,21 +142,39 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if s.DataDir, err = os.MkdirTemp("", "iggy-s3-sink-local-"); err != nil {
 		return nil, err
 	}
-	if err = s.startS3(o); err != nil {
+	// moto_server spends seconds importing Python before it answers: it
+	// starts first, and S3 and the broker start meanwhile.
+	moto, err := s.launchMoto(o)
+	if err != nil {
 		return nil, err
 	}
-	if err = s.startMoto(o); err != nil {
+	if err = s.startS3(o); err != nil {
 		return nil, err
 	}
 	if err = s.startBroker(o); err != nil {
 		return nil, err
 	}
+	if err = moto.waitHTTP(s.DynamoEndpoint+"/moto-api/", func(st int) bool { return st == http.StatusOK }); err != nil {
+		return nil, err
+	}
+	step(o, time.Since(moto.started), "moto_server answers at %s", s.DynamoEndpoint)
+
+	t := time.Now()
 	if err = s.createBucket(ctx); err != nil {
 		return nil, err
 	}
+	step(o, time.Since(t), "created bucket %q", s.Bucket)
+	t = time.Now()
 	if err = state.NewDynamo(s.dynamoClient(), s.Table, nil).EnsureTable(ctx); err != nil {
 		return nil, fmt.Errorf("create the state table: %w", err)
 	}
+	step(o, time.Since(t), "created table %q", s.Table)
+	t = time.Now()
+	sd := s.Seed
+	if err = s.broker.Seed(sd.Stream, sd.Topic, sd.Partitions, sd.Messages); err != nil {
+		return nil, fmt.Errorf("produce the sample messages: %w", err)
+	}
+	step(o, time.Since(t), "produced %d sample messages into %s/%s (%d partitions)", sd.Messages, sd.Stream, sd.Topic, sd.Partitions)
 	s.Started = time.Since(began)
 	return s, nil
 }
@@ -146,21 +186,27 @@ func (s *Stack) startS3(o Options) error {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	s.S3Endpoint = "http://" + addr
-	// MinIO only from .bin/ (make minio builds it there; it is a test service
-	// only, never shipped); anything else gets versitygw.
-	if minio := filepath.Join(o.Root, ".bin", "minio"); isExecutable(minio) {
+	if o.S3 == MinIO {
+		bin, err := FindTool(o.Root, "minio")
+		if err != nil {
+			return err
+		}
 		console, err := pickPort(0)
 		if err != nil {
 			return err
 		}
 		s.S3Kind = "MinIO"
-		p, err := startProc("minio", minio, []string{"MINIO_ROOT_USER=" + AccessKey, "MINIO_ROOT_PASSWORD=" + SecretKey, "MINIO_BROWSER=off"},
+		p, err := startProc("minio", bin, []string{"MINIO_ROOT_USER=" + AccessKey, "MINIO_ROOT_PASSWORD=" + SecretKey, "MINIO_BROWSER=off"},
 			"server", s.DataDir, "--address", addr, "--console-address", "127.0.0.1:"+strconv.Itoa(console), "--quiet")
 		if err != nil {
 			return err
 		}
 		s.procs = append(s.procs, p)
-		return p.waitHTTP(s.S3Endpoint+"/minio/health/live", func(st int) bool { return st == http.StatusOK })
+		if err := p.waitHTTP(s.S3Endpoint+"/minio/health/live", func(st int) bool { return st == http.StatusOK }); err != nil {
+			return err
+		}
+		step(o, time.Since(p.started), "MinIO answers at %s", s.S3Endpoint)
+		return nil
 	}
 	bin, err := FindTool(o.Root, "versitygw")
 	if err != nil {
@@ -173,28 +219,34 @@ func (s *Stack) startS3(o Options) error {
 	}
 	s.procs = append(s.procs, p)
 	// Unauthenticated requests get 403 once the server is up.
-	return p.waitHTTP(s.S3Endpoint+"/", func(st int) bool { return st == http.StatusForbidden })
+	if err := p.waitHTTP(s.S3Endpoint+"/", func(st int) bool { return st == http.StatusForbidden }); err != nil {
+		return err
+	}
+	step(o, time.Since(p.started), "versitygw answers at %s", s.S3Endpoint)
+	return nil
 }
 
-func (s *Stack) startMoto(o Options) error {
+// launchMoto starts moto_server; the caller waits for its answer.
+func (s *Stack) launchMoto(o Options) (*proc, error) {
 	bin, err := FindTool(o.Root, "moto_server")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	port, err := pickPort(o.DynamoPort)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.DynamoEndpoint = "http://127.0.0.1:" + strconv.Itoa(port)
 	p, err := startProc("moto_server", bin, nil, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.procs = append(s.procs, p)
-	return p.waitHTTP(s.DynamoEndpoint+"/moto-api/", func(st int) bool { return st == http.StatusOK })
+	return p, nil
 }
 
 func (s *Stack) startBroker(o Options) error {
+	t := time.Now()
 	port, err := pickPort(o.IggyPort)
 	if err != nil {
 		return err
@@ -204,8 +256,8 @@ func (s *Stack) startBroker(o Options) error {
 		return fmt.Errorf("start the Iggy test broker: %w", err)
 	}
 	s.broker, s.IggyAddr, s.IggyProtocol = b, b.Addr(), o.IggyProtocol
-	sd := s.Seed
-	return b.Seed(sd.Stream, sd.Topic, sd.Partitions, sd.Messages)
+	step(o, time.Since(t), "the Iggy test broker listens at %s", s.IggyAddr)
+	return nil
 }
 
 func (s *Stack) createBucket(ctx context.Context) error {

@@ -208,6 +208,6 @@ ifneq ($(strip $(CONFIG_FILE)),)
 	mkdir -p "$(ARTIFACTS_DIR)/$(dir $(CONFIG_FILE))" && cp "$(CONFIG_FILE)" "$(ARTIFACTS_DIR)/$(CONFIG_FILE)"
 endif
 
-## clean: remove the built tools (.bin/), bootstrap and .aws-sam
+## clean: remove the built tools (.bin/), bootstrap, .aws-sam and .aws-sam-local (docs/local.md's build)
 clean:
-	rm -rf $(BIN) bootstrap bootstrap-iceberg .aws-sam
+	rm -rf $(BIN) bootstrap bootstrap-iceberg .aws-sam .aws-sam-local

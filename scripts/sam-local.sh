@@ -7,6 +7,9 @@
 # leaves bridge, iptables and ip_forward as it found them), drains produced messages and checks the
 # objects with an independent reader (scripts/samlocal_check.py). See docs/local.md.
 #
+# The function is built into the work directory, never into the user's .aws-sam/: that build is
+# for this machine's architecture (x86_64 here), and the next `sam deploy` would ship it.
+#
 # Locally, without root or a usable engine, it skips with one line; with CI=true that is a failure.
 # IGGY_TEST_ADDRESS=host:port uses a real Iggy server, 0.8, 0.9 or 0.10 (user iggy/iggy), instead of the in-repo
 # broker, in a stream of its own. KEEP=1 keeps the work directory.
@@ -274,10 +277,14 @@ base_image() {
 	took "built the offline base image $OFFLINE_IMAGE (busybox)"
 }
 
+# sam_build builds into $WORK/aws-sam/build, and without SAM's cache: samconfig.toml asks for one, and a
+# cached build writes .aws-sam/cache and .aws-sam/deps whatever --build-dir says. .aws-sam/ stays the user's.
+SAM_BUILD=$WORK/aws-sam/build
+TEMPLATE=$SAM_BUILD/template.yaml
 sam_build() {
-	(cd "$ROOT" && ARCH=$ARCH sam build --parameter-overrides "Architecture=$ARCH") >"$WORK/sam-build.log" 2>&1 ||
-		die "sam build: $(tail -n 5 "$WORK/sam-build.log")"
-	took "sam build ($ARCH)"
+	(cd "$ROOT" && ARCH=$ARCH sam build --no-cached --build-dir "$SAM_BUILD" --parameter-overrides "Architecture=$ARCH") \
+		>"$WORK/sam-build.log" 2>&1 || die "sam build: $(tail -n 5 "$WORK/sam-build.log")"
+	took "sam build ($ARCH, into the work directory)"
 }
 
 # ---- 4. The services, where the container reaches them -------------------------------------------
@@ -369,7 +376,7 @@ produce() { # WAVE
 # ---- 5. Invocations -------------------------------------------------------------------------------
 
 invoke_sam() { # OUT ERR
-	(cd "$ROOT" && sam local invoke SinkFunction -e events/schedule.json -n "$ENV_FILE" \
+	(cd "$ROOT" && sam local invoke SinkFunction -e events/schedule.json -n "$ENV_FILE" -t "$TEMPLATE" \
 		--parameter-overrides "Architecture=$ARCH" --skip-pull-image "${IMAGE_ARGS[@]}" \
 		--add-host host.docker.internal:host-gateway) >"$1" 2>"$2" || true # sam's status says nothing
 }
@@ -426,7 +433,7 @@ check_objects() {
 failed_invocation() {
 	stop_server "$IGGY_PID"
 	local rc=0 status=0 verdict
-	(cd "$ROOT" && sam local invoke SinkFunction -e events/schedule.json -n "$ENV_FILE" \
+	(cd "$ROOT" && sam local invoke SinkFunction -e events/schedule.json -n "$ENV_FILE" -t "$TEMPLATE" \
 		--parameter-overrides "Architecture=$ARCH" --skip-pull-image "${IMAGE_ARGS[@]}" \
 		--add-host host.docker.internal:host-gateway) >"$WORK/result.json" 2>"$WORK/invoke.log" || status=$?
 	verdict=$("${CHECK[@]}" judge "$WORK/result.json" --partitions "$PARTITIONS") || rc=$?
@@ -437,7 +444,7 @@ failed_invocation() {
 
 start_lambda() {
 	LAMBDA_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	(cd "$ROOT" && exec sam local start-lambda --host 127.0.0.1 --port "$LAMBDA_PORT" -n "$ENV_FILE" \
+	(cd "$ROOT" && exec sam local start-lambda --host 127.0.0.1 --port "$LAMBDA_PORT" -n "$ENV_FILE" -t "$TEMPLATE" \
 		--parameter-overrides "Architecture=$ARCH" --skip-pull-image "${IMAGE_ARGS[@]}" \
 		--add-host host.docker.internal:host-gateway) >"$WORK/start-lambda.log" 2>&1 9>&- &
 	LAMBDA_PID=$!

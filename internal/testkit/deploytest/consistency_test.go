@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
@@ -106,7 +107,9 @@ func sameDimensionSet(set []string, want map[string]string, line map[string]any)
 
 // TestTemplateEnvironmentIsConfig checks the template's variables against the
 // config loader: every SINK_/IGGY_ variable is an option, every parameter that
-// feeds one defaults to the code's default, and the resulting environment loads.
+// feeds one defaults to empty (unset: the file's value, else the code's
+// default, holds) but for the stack's own values, which default to the code's
+// default, and the resulting environment loads.
 func TestTemplateEnvironmentIsConfig(t *testing.T) {
 	tpl := templateYAML(t)
 	options := map[string]config.Option{}
@@ -129,8 +132,8 @@ func TestTemplateEnvironmentIsConfig(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if strings.HasPrefix(name, "AWS_") || name == "SINK_CONFIG" {
-			continue // the SDK's own variables; the configuration file's location
+		if strings.HasPrefix(name, "AWS_") || name == "SINK_CONFIG" || name == app.StackGrantsVar {
+			continue // the SDK's own variables; the configuration file's location; the role's grants
 		}
 		opt, ok := options[name]
 		if !ok {
@@ -143,16 +146,19 @@ func TestTemplateEnvironmentIsConfig(t *testing.T) {
 			continue
 		}
 		def, hasDefault := decl["Default"]
-		want := strings.ReplaceAll(opt.Default, "<key>", key)
+		want := ""
+		if slices.Contains(stackOwned, opt.Key) {
+			want = strings.ReplaceAll(opt.Default, "<key>", key)
+		}
 		if hasDefault && scalarString(def) != want {
-			t.Errorf("parameter %s defaults to %q but %s (%s) defaults to %q in the code", ref, scalarString(def), name, opt.Key, want)
+			t.Errorf("parameter %s defaults to %q, want %q: %s (%s) is the file's, else %q in the code, unless the deployment sets it", ref, scalarString(def), want, name, opt.Key, opt.Default)
 		}
 	}
 
 	for _, sc := range deployScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			env := functionEnv(t, newStack(t, tpl, sc.params))
-			cfg, err := config.Load("", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			env := deployedEnv(t, newStack(t, tpl, sc.params))
+			cfg, err := config.Load("", lookup(env))
 			if err != nil {
 				t.Fatalf("the deployed environment does not load: %v", err)
 			}
@@ -219,14 +225,11 @@ func TestEnvLocalJSON(t *testing.T) {
 		t.Errorf("IGGY_ADDRESS = %q, want host.docker.internal:8090", local["IGGY_ADDRESS"])
 	}
 
-	env := map[string]string{}
-	for k, v := range declared {
-		env[k] = v
-	}
+	env := deployedEnv(t, s)
 	for k, v := range local {
 		env[k] = v
 	}
-	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.Load("", lookup(env))
 	if err != nil {
 		t.Fatalf("the local environment does not load: %v", err)
 	}
@@ -320,8 +323,8 @@ func TestSamconfig(t *testing.T) {
 	}
 	// newStack fails on unknown names, missing required values and constraint violations.
 	s := newStack(t, templateYAML(t), overrides)
-	env := functionEnv(t, s)
-	if _, err := config.Load("", func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+	env := deployedEnv(t, s)
+	if _, err := config.Load("", lookup(env)); err != nil {
 		t.Errorf("the dev environment's variables do not load: %v", err)
 	}
 }

@@ -321,8 +321,8 @@ func TestScaleResources(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		s := newStack(t, tpl, requiredParams)
 		env := functionEnv(t, s)
-		if env["SINK_MAX_WORKERS"] != "1" {
-			t.Errorf("SINK_MAX_WORKERS = %q, want 1 (no fan-out)", env["SINK_MAX_WORKERS"])
+		if env["SINK_MAX_WORKERS"] != "" {
+			t.Errorf("SINK_MAX_WORKERS = %q, want empty (the file's max_workers, else 1: no fan-out)", env["SINK_MAX_WORKERS"])
 		}
 		if got := granted(t, s)["lambda:InvokeFunction"]; got != nil {
 			t.Errorf("MaxWorkers=1 grants lambda:InvokeFunction on %v; nothing invokes the function then", got)

@@ -240,7 +240,6 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 	want := map[string]string{
 		"SINK_BUCKET":            p("BucketName"),
 		"SINK_PREFIX":            p("Prefix"),
-		"SINK_REGION":            testRegion,
 		"SINK_STREAM":            p("Stream"),
 		"SINK_TOPICS":            p("Topics"),
 		"SINK_CONSUMER_GROUP":    p("ConsumerGroup"),
@@ -264,6 +263,8 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_MAX_WORKERS":          p("MaxWorkers"),
 		"SINK_WORKER_RATE":          p("WorkerRate"),
 		"SINK_TABLE_FORMAT":         p("TableFormat"),
+		"SINK_STACK_GRANTS": "IggyCredentialsSecret=" + p("IggyCredentialsSecret") + ",S3KmsKeyArn=" + p("S3KmsKeyArn") +
+			",TableFormat=" + p("TableFormat") + ",MaxWorkers=" + p("MaxWorkers"),
 	}
 	if sc.iceberg != "" {
 		want["SINK_ICEBERG_CATALOG"] = sc.iceberg

@@ -31,16 +31,16 @@ const (
 // for [[streams]] options, in s.
 type option struct {
 	Option
-	table        string // "", "streams", "plugin_config" or "iggy"
-	name         string // key inside its table
-	kind         kind
-	ptr          func(c *Config, s *Stream) any
-	nonEmpty     bool // an explicit "" is an error
-	computed     bool // Default documents a value derived at load, not one to parse
-	fix          func(c *Config, s *Stream) error
-	alias        string // another accepted key inside the table (upstream's serde alias)
-	url          bool   // a URL: its userinfo is redacted wherever the value is shown
-	tableOK      bool   // a string option that a TOML table may also give (kept as its JSON)
+	table    string // "", "streams", "plugin_config" or "iggy"
+	name     string // key inside its table
+	kind     kind
+	ptr      func(c *Config, s *Stream) any
+	nonEmpty bool // an explicit "" is an error
+	computed bool // Default documents a value derived at load, not one to parse
+	fix      func(c *Config, s *Stream) error
+	alias    string // another accepted key inside the table (upstream's serde alias)
+	url      bool   // a URL: its userinfo is redacted wherever the value is shown
+	tableOK  bool   // a string option that a TOML table may also give (kept as its JSON)
 }
 
 func (o *option) secret() bool { return o.kind == kSecret }

@@ -36,7 +36,7 @@ func (c *command) loadConfig(ctx context.Context) (*config.Config, bool) {
 }
 
 // readConfig loads -config (or SINK_CONFIG) and the environment, and logs
-// the upstream keys it ignores.
+// the upstream keys it ignores and the file values the environment replaced.
 func (c *command) readConfig(ctx context.Context) (*config.Config, error) {
 	path := c.opts.config
 	if path == "" {
@@ -46,9 +46,7 @@ func (c *command) readConfig(ctx context.Context) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Ignored) > 0 {
-		c.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
-	}
+	app.LogLoaded(c.log, cfg)
 	return cfg, nil
 }
 
@@ -113,6 +111,10 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	}
 	switch cmd {
 	case "check":
+		if err := app.WriteEffective(c.stdout, cfg); err != nil {
+			return c.fail(err, "check")
+		}
+		fmt.Fprintln(c.stdout)
 		return c.fail(s.WriteCheck(ctx, c.stdout), "check")
 	case "audit":
 		progress := newAuditProgress(c.stderr, time.Now, auditProgressEvery)

@@ -30,9 +30,11 @@ Commands:
   once     one drain run; the exit status says whether it failed
            (-create-table: create a missing state table on AWS too)
   run      one drain run every poll_interval until SIGINT/SIGTERM
-  check    check Iggy, the stream and topics, the bucket (list and write
-           under the prefix) and the state table, one line each; exit 1 on
-           the first failure. Runs also make the S3 and table checks at start.
+  check    print the effective configuration (each value with its source:
+           file, environment or default), then check Iggy, the stream and
+           topics, the bucket (list and write under the prefix) and the
+           state table, one line each; exit 1 on the first failure. Runs
+           also make the S3 and table checks at start.
   audit    check every partition's objects: contiguous, no overlap, no
            unreported gap, up to the committed offset and the state's last
            written offset (exit 1 if not); -json prints one JSON report;
@@ -95,7 +97,9 @@ current run cleanly (exit 0). Idle runs are logged at debug. A missing
 state table is treated as by once.`,
 	"check": `Usage: poller check [flags]
 
-Checks, one line each: Iggy reachable and the login accepted; each stream
+First the effective configuration, one option a line, with where each value
+came from: the file, an environment variable (and the file's value it
+replaced) or the default; secrets masked. Then the checks, one line each: Iggy reachable and the login accepted; each stream
 and topic present; the bucket listable and writable under the prefix (a
 multipart upload started and aborted: nothing is written); the bucket's
 rule that aborts incomplete uploads (a warning); the state table. A check

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,5 +212,42 @@ func TestRunQuietWhenIdle(t *testing.T) {
 	}
 	if n := strings.Count(out, "40 messages pending in app/logs partition"); n != 3 {
 		t.Errorf("%d pending explanations at info, want one per partition (3):\n%s", n, out)
+	}
+}
+
+// TestCheckShowsWhereValuesCameFrom: check prints the effective
+// configuration with each value's source, and every command's log names the
+// file values the environment replaced (secrets masked).
+func TestCheckShowsWhereValuesCameFrom(t *testing.T) {
+	st := newStack(t, 5)
+	st.setenv(t)
+	file := t.TempDir() + "/sink.toml"
+	doc := "[[streams]]\nstream = \"app\"\ntopics = [\"logs\"]\nconsumer_group = \"from-file\"\n[plugin_config]\nbucket = \"poller\"\nmax_file_age = \"2m\"\ncompression = \"zstd\"\n[iggy]\npassword = \"file-password\"\n"
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IGGY_PASSWORD", "env-password")
+	var out, errb bytes.Buffer
+	run([]string{"check", "-config", file}, nil, &out, &errb) // the table does not exist yet: exit 1, the configuration is printed first
+	for _, re := range []string{
+		`configuration \(file .*sink.toml, then the environment; secrets masked\):`,
+		`plugin_config.max_file_age +1ms +environment SINK_MAX_FILE_AGE \(replaces the file's 2m0s\)`,
+		`plugin_config.compression +"zstd" +file\n`,
+		`streams\[0\].consumer_group +"from-file" +file\n`,
+		`plugin_config.prefix +"p" +environment SINK_PREFIX\n`,
+		`streams\[0\].schema +"json" +default\n`,
+		`iggy.password +"\[redacted\]" +environment IGGY_PASSWORD \(replaces the file's "\[redacted\]"\)`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("check's output has no line matching %s:\n%s", re, out.String())
+		}
+	}
+	log := errb.String()
+	if !strings.Contains(log, "environment variables replaced values of the configuration file") ||
+		!strings.Contains(log, "SINK_MAX_FILE_AGE") || !strings.Contains(log, "IGGY_PASSWORD") {
+		t.Errorf("no log line names the replaced values:\n%s", log)
+	}
+	if all := out.String() + log; strings.Contains(all, "file-password") || strings.Contains(all, "env-password") {
+		t.Errorf("a password is printed:\n%s%s", out.String(), log)
 	}
 }

@@ -18,6 +18,19 @@ func Disabled(cfg *config.Config, log *slog.Logger) bool {
 	return true
 }
 
+// LogLoaded writes what both binaries say of a configuration they loaded:
+// the upstream-runtime keys they ignore, and every file value an
+// environment variable replaced, in one line, so that a deployment that
+// overrides the file by mistake is seen at once.
+func LogLoaded(log *slog.Logger, cfg *config.Config) {
+	if len(cfg.Ignored) > 0 {
+		log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
+	}
+	if len(cfg.Replaced) > 0 {
+		log.Warn("environment variables replaced values of the configuration file", "file", cfg.File(), "replaced", cfg.Replaced)
+	}
+}
+
 // Idle reports whether a run did nothing worth an info line: no error, no
 // object, no gap, nothing recovered, no partition failed or skipped.
 func Idle(sum *drain.Summary, err error) bool {

@@ -64,7 +64,9 @@ func newConfigStand(t *testing.T) *configStand {
 		"AWS_LAMBDA_FUNCTION_NAME=iggy-s3-sink", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=" + s3srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3srv.SecretKey, "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_ENDPOINT_URL_S3=" + s3srv.Endpoint, "AWS_ENDPOINT_URL_DYNAMODB=" + moto.Endpoint,
-		// What the template passes; the file adds the rest (transforms, gzip, no metadata).
+		// What these tests need; the file adds the rest (transforms, gzip, no metadata). The
+		// environment the template itself gives is tested in internal/testkit/deploytest
+		// (TestDeployedEnvironmentKeepsTheFile).
 		"SINK_BUCKET=archive", "SINK_STREAM=app", "SINK_TOPICS=users", "SINK_STATE_TABLE=sink-state",
 		"SINK_MAX_FILE_AGE=1ms", "IGGY_ADDRESS=" + b.Addr(),
 	}}
@@ -181,6 +183,65 @@ func TestLambdaConfigFromS3(t *testing.T) {
 	if !emu.logged(`"transforms":["unwrap_envelope","delete_fields","filter_fields","add_fields"]`) {
 		t.Fatalf("the configuration line does not list the file's transforms:\n%s", emu.output.String())
 	}
+
+	// An edit applies at the next invocation of the same (warm) container; an
+	// edit that no longer loads fails every invocation, naming the key, until
+	// it is mended; nothing is archived meanwhile under the old version.
+	put := func(doc string) {
+		if _, err := c.s3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("team-config"),
+			Key: aws.String("sinks/users.toml"), Body: strings.NewReader(doc)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendUsers := func(from int) {
+		for i := from; i < from+3; i++ {
+			payload := fmt.Sprintf(`{"data":{"id":%d,"name":"user-%d"}}`, i, i)
+			if _, err := c.broker.Append("app", "users", 0, []byte(payload), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(strings.Replace(string(file), `compression = "gzip"`, `compression = "zstd"`, 1))
+	appendUsers(3)
+	c.invokeOnce(t, emu)
+	if keys := c.dataKeys(t); len(keys) != 2 || !strings.HasSuffix(keys[1], "-00000000000000000005.jsonl.zst") {
+		t.Fatalf("after the edit to zstd: objects %v", keys)
+	}
+	if !emu.logged("the configuration file changed") {
+		t.Fatalf("no line says the configuration changed:\n%s", emu.output.String())
+	}
+	put(strings.Replace(string(file), `compression = "gzip"`, `compression = "brotli"`, 1))
+	appendUsers(6)
+	for range 2 {
+		body := emu.invoke(t, []byte(`{}`), 30*time.Second)
+		if !strings.Contains(string(body), "plugin_config.compression") || !strings.Contains(string(body), "brotli") {
+			t.Fatalf("invocation with a broken configuration: %s", body)
+		}
+	}
+	if keys := c.dataKeys(t); len(keys) != 2 {
+		t.Fatalf("a broken configuration archived under the old one: %v", keys)
+	}
+	put(string(file))
+	c.invokeOnce(t, emu)
+	if keys := c.dataKeys(t); len(keys) != 3 || !strings.HasSuffix(keys[2], "-00000000000000000008.jsonl.gz") {
+		t.Fatalf("after mending: objects %v", keys)
+	}
+}
+
+// dataKeys lists the archive's data objects in key order (no markers).
+func (c *configStand) dataKeys(t *testing.T) []string {
+	t.Helper()
+	list, err := c.s3.Client(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("archive")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range list.Contents {
+		if !strings.HasPrefix(*o.Key, "_generations/") {
+			keys = append(keys, *o.Key)
+		}
+	}
+	return keys
 }
 
 // TestLambdaDisabledAndStartupCheck: enabled = false makes an invocation a

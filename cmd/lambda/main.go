@@ -52,9 +52,7 @@ const preloadTimeout = 5 * time.Second
 func (h *handler) preload() {
 	ctx, cancel := context.WithTimeout(context.Background(), preloadTimeout)
 	defer cancel()
-	ref, _ := h.env("SINK_CONFIG")
-	root, _ := h.env("LAMBDA_TASK_ROOT")
-	cfg, err := app.LoadConfig(ctx, ref, root, h.env)
+	cfg, err := h.source().Load(ctx)
 	if err == nil && !app.NeedsIceberg(cfg) {
 		h.preloaded = cfg
 		return
@@ -86,7 +84,10 @@ type handler struct {
 	// preloaded is the configuration the lean bootstrap read at start.
 	preloaded *config.Config
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// src is where the configuration comes from (SINK_CONFIG): read once,
+	// then again whenever a file in S3 or SSM changed.
+	src      *app.ConfigSource
 	sink     *app.Sink
 	disabled *config.Config // the configuration, when it says enabled = false
 	// timeout is the function's timeout, learnt at the first invocation.
@@ -106,25 +107,50 @@ func (h *handler) functionTimeout(remaining time.Duration) time.Duration {
 	return h.timeout
 }
 
-// setup loads the configuration and builds the AWS clients once; a failure
-// is retried on the next invocation (it may be a passing fault). A sink
-// disabled by its configuration gets no clients: (nil, nil).
+// source is the configuration's source, made at the first use.
+func (h *handler) source() *app.ConfigSource {
+	if h.src == nil {
+		ref, _ := h.env("SINK_CONFIG")
+		root, _ := h.env("LAMBDA_TASK_ROOT")
+		h.src = app.NewConfigSource(ref, root, h.env)
+	}
+	return h.src
+}
+
+// setup loads the configuration and builds the AWS clients once per
+// container; a failure is retried on the next invocation (it may be a
+// passing fault). Every later invocation asks whether a configuration file
+// in S3 or SSM changed (one request) and, when it did, builds the sink again
+// from the new version; an edit that no longer loads fails the invocation.
+// A sink disabled by its configuration gets no clients: (nil, nil).
 func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sink != nil || h.disabled != nil {
-		return h.sink, nil
+		cfg, err := h.source().Reload(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the configuration file %s changed and cannot be used (the previous version is not run either): %w", h.source().Ref(), err)
+		}
+		if cfg == nil {
+			return h.sink, nil
+		}
+		h.log.Info("the configuration file changed: this invocation runs the new version", "file", h.source().Ref())
+		h.sink, h.disabled = nil, nil
+		return h.build(ctx, cfg)
 	}
 	cfg := h.preloaded
 	h.preloaded = nil // a failed setup reads it again
 	if cfg == nil {
-		ref, _ := h.env("SINK_CONFIG")
-		root, _ := h.env("LAMBDA_TASK_ROOT")
 		var err error
-		if cfg, err = app.LoadConfig(ctx, ref, root, h.env); err != nil {
+		if cfg, err = h.source().Load(ctx); err != nil {
 			return nil, err
 		}
 	}
+	return h.build(ctx, cfg)
+}
+
+// build makes the sink of a configuration just loaded.
+func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, error) {
 	if !app.HasIceberg && app.NeedsIceberg(cfg) {
 		// Read at start, this configuration needed no tables; it does now.
 		// The handover must come before an invocation: end this container,
@@ -134,11 +160,18 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 			os.Exit(1)
 		}
 	}
-	if len(cfg.Ignored) > 0 {
-		h.log.Info("ignoring upstream-runtime keys that mean nothing to this sink", "keys", cfg.Ignored)
-	}
+	app.LogLoaded(h.log, cfg)
 	h.log.Info("configuration", "version", app.Version(), "config", cfg)
 	h.log.Debug("full configuration", "config", cfg.String())
+	if v, ok := h.env(app.StackGrantsVar); ok {
+		grants, err := app.ParseStackGrants(v)
+		if err == nil {
+			err = grants.Check(cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.Enabled {
 		h.disabled = cfg
 		return nil, nil

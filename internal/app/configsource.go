@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,41 +34,108 @@ const maxConfigSize = 1 << 20
 // directory), s3://bucket/key, or ssm:/parameter-name (a String or
 // SecureString parameter); "" means no file. env is usually os.LookupEnv.
 func LoadConfig(ctx context.Context, ref, base string, env func(string) (string, bool)) (*config.Config, error) {
-	ref = strings.TrimSpace(ref)
+	return NewConfigSource(ref, base, env).Load(ctx)
+}
+
+// ConfigSource is where the configuration comes from, remembered so that
+// a file in S3 or SSM can be read again when it changes: a warm Lambda
+// container must not keep running an edited configuration's old version.
+type ConfigSource struct {
+	ref, base string
+	env       func(string) (string, bool)
+	// version identifies the file last loaded: its S3 ETag or its SSM
+	// parameter version ("" for a local file, which is not read again).
+	version string
+}
+
+// NewConfigSource names the configuration as LoadConfig does.
+func NewConfigSource(ref, base string, env func(string) (string, bool)) *ConfigSource {
+	return &ConfigSource{ref: strings.TrimSpace(ref), base: base, env: env}
+}
+
+// Load reads the file (if any) and the environment.
+func (c *ConfigSource) Load(ctx context.Context) (*config.Config, error) {
+	cfg, _, err := c.load(ctx, "")
+	return cfg, err
+}
+
+// Reload reads the configuration again when its file in S3 or SSM changed
+// since the last Load or Reload that succeeded, with one request: a
+// conditional GET (If-None-Match: the ETag) or the parameter's version. It
+// returns (nil, nil) when nothing changed or the file cannot change (a local
+// or bundled file, or none). A changed file that no longer loads is an
+// error every time, until it is mended: the old configuration is never kept
+// in silence.
+func (c *ConfigSource) Reload(ctx context.Context) (*config.Config, error) {
+	if !c.remote() {
+		return nil, nil
+	}
+	cfg, changed, err := c.load(ctx, c.version)
+	if err != nil || !changed {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Ref is the configuration's location as given ("" = no file).
+func (c *ConfigSource) Ref() string { return c.ref }
+
+func (c *ConfigSource) remote() bool {
+	return strings.HasPrefix(c.ref, "s3://") || strings.HasPrefix(c.ref, "ssm:")
+}
+
+// load reads the configuration unless its version is still known.
+func (c *ConfigSource) load(ctx context.Context, known string) (*config.Config, bool, error) {
+	ref, env := c.ref, c.env
+	var (
+		data    []byte
+		version string
+		err     error
+	)
 	switch {
 	case ref == "":
-		return config.Load("", env)
+		cfg, err := config.Load("", env)
+		return cfg, true, err
 	case strings.HasPrefix(ref, "s3://"):
-		data, err := fetchS3Config(ctx, ref, env)
-		if err != nil {
-			return nil, err
-		}
-		return config.LoadBytes(data, ref, env)
+		data, version, err = fetchS3Config(ctx, ref, known, env)
 	case strings.HasPrefix(ref, "ssm:"):
-		data, err := fetchSSMConfig(ctx, ref, env)
-		if err != nil {
-			return nil, err
+		data, version, err = fetchSSMConfig(ctx, ref, env)
+	default:
+		path := ref
+		if c.base != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(c.base, path)
 		}
-		return config.LoadBytes(data, ref, env)
+		if _, err := os.Stat(path); err != nil && c.base != "" {
+			return nil, false, fmt.Errorf("config: configuration file %q (SINK_CONFIG) is not in the function's package: build with CONFIG_FILE=%s sam build so that it is bundled, or use s3://bucket/key or ssm:/name: %w", ref, ref, err)
+		}
+		cfg, err := config.Load(path, env)
+		return cfg, true, err
 	}
-	path := ref
-	if base != "" && !filepath.IsAbs(path) {
-		path = filepath.Join(base, path)
+	if errors.Is(err, errNotModified) || (err == nil && known != "" && version == known) {
+		return nil, false, nil
 	}
-	if _, err := os.Stat(path); err != nil && base != "" {
-		return nil, fmt.Errorf("config: configuration file %q (SINK_CONFIG) is not in the function's package: build with CONFIG_FILE=%s sam build so that it is bundled, or use s3://bucket/key or ssm:/name: %w", ref, ref, err)
+	if err != nil {
+		return nil, false, err
 	}
-	return config.Load(path, env)
+	cfg, err := config.LoadBytes(data, ref, env)
+	if err != nil {
+		return nil, false, err
+	}
+	c.version = version
+	return cfg, true, nil
 }
+
+// errNotModified is a conditional read's answer that the file is unchanged.
+var errNotModified = errors.New("configuration not modified")
 
 // fetchS3Config reads s3://bucket/key with the default AWS credentials and
 // region, or the sink's own S3 settings from the environment when they are
 // set (SINK_ENDPOINT, SINK_ACCESS_KEY_ID / SINK_SECRET_ACCESS_KEY,
 // SINK_REGION): the file often lives in the store the sink writes to.
-func fetchS3Config(ctx context.Context, ref string, env func(string) (string, bool)) ([]byte, error) {
+func fetchS3Config(ctx context.Context, ref, etag string, env func(string) (string, bool)) ([]byte, string, error) {
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(ref, "s3://"), "/")
 	if bucket == "" || key == "" {
-		return nil, fmt.Errorf("config: SINK_CONFIG %q: want s3://bucket/key", ref)
+		return nil, "", fmt.Errorf("config: SINK_CONFIG %q: want s3://bucket/key", ref)
 	}
 	get := func(name string) string { v, _ := env(name); return strings.TrimSpace(v) }
 	region := get("SINK_REGION")
@@ -77,30 +147,39 @@ func fetchS3Config(ctx context.Context, ref string, env func(string) (string, bo
 		AccessKeyID: get("SINK_ACCESS_KEY_ID"), SecretAccessKey: get("SINK_SECRET_ACCESS_KEY"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", ref, err)
+		return nil, "", fmt.Errorf("config: read %s: %w", ref, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, configFetchTimeout)
 	defer cancel()
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if etag != "" {
+		in.IfNoneMatch = aws.String(etag)
+	}
+	out, err := client.GetObject(ctx, in)
+	var re interface{ HTTPStatusCode() int }
+	if err != nil && errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotModified {
+		return nil, etag, errNotModified
+	}
 	if err != nil {
-		return nil, fmt.Errorf("config: read configuration file %s (SINK_CONFIG): %w", ref, err)
+		return nil, "", fmt.Errorf("config: read configuration file %s (SINK_CONFIG): %w", ref, err)
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, maxConfigSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("config: read configuration file %s (SINK_CONFIG): %w", ref, err)
+		return nil, "", fmt.Errorf("config: read configuration file %s (SINK_CONFIG): %w", ref, err)
 	}
 	if len(data) > maxConfigSize {
-		return nil, fmt.Errorf("config: configuration file %s (SINK_CONFIG) is larger than %d bytes", ref, maxConfigSize)
+		return nil, "", fmt.Errorf("config: configuration file %s (SINK_CONFIG) is larger than %d bytes", ref, maxConfigSize)
 	}
-	return data, nil
+	return data, aws.ToString(out.ETag), nil
 }
 
-// fetchSSMConfig reads ssm:/name (decrypted when it is a SecureString).
-func fetchSSMConfig(ctx context.Context, ref string, env func(string) (string, bool)) ([]byte, error) {
+// fetchSSMConfig reads ssm:/name (decrypted when it is a SecureString) and
+// its version.
+func fetchSSMConfig(ctx context.Context, ref string, env func(string) (string, bool)) ([]byte, string, error) {
 	name := strings.TrimPrefix(ref, "ssm:")
 	if name == "" || name == "/" {
-		return nil, fmt.Errorf("config: SINK_CONFIG %q: want ssm:/parameter-name", ref)
+		return nil, "", fmt.Errorf("config: SINK_CONFIG %q: want ssm:/parameter-name", ref)
 	}
 	region := ""
 	if v, ok := env("AWS_REGION"); ok {
@@ -114,16 +193,16 @@ func fetchSSMConfig(ctx context.Context, ref string, env func(string) (string, b
 	defer cancel()
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("config: read %s: aws configuration: %w", ref, err)
+		return nil, "", fmt.Errorf("config: read %s: aws configuration: %w", ref, err)
 	}
 	out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
 	if err != nil {
-		return nil, fmt.Errorf("config: read configuration parameter %s (SINK_CONFIG): %w", ref, err)
+		return nil, "", fmt.Errorf("config: read configuration parameter %s (SINK_CONFIG): %w", ref, err)
 	}
 	if out.Parameter == nil || out.Parameter.Value == nil {
-		return nil, fmt.Errorf("config: configuration parameter %s (SINK_CONFIG) has no value", ref)
+		return nil, "", fmt.Errorf("config: configuration parameter %s (SINK_CONFIG) has no value", ref)
 	}
-	return []byte(*out.Parameter.Value), nil
+	return []byte(*out.Parameter.Value), strconv.FormatInt(out.Parameter.Version, 10), nil
 }
 
 func firstNonEmpty(vs ...string) string {

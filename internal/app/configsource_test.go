@@ -123,3 +123,94 @@ func TestLoadConfigFromSSM(t *testing.T) {
 		t.Fatalf("missing parameter: %v", err)
 	}
 }
+
+// TestConfigSourceReload: a configuration in S3 or SSM is read again when it
+// changes (one request per call); an edit that no longer loads fails every
+// call, naming the key, until it is mended - the old one is never kept.
+func TestConfigSourceReload(t *testing.T) {
+	ctx := context.Background()
+	edits := []struct {
+		name, doc string
+		want      string // compression after the reload; "" = an error naming wantErr
+		wantErr   string
+	}{
+		{"an edit", strings.Replace(sourcedTOML, `"zstd"`, `"gzip"`, 1), "gzip", ""},
+		{"a broken edit", strings.Replace(sourcedTOML, `compression = "zstd"`, `compression = "brotli"`, 1), "", "plugin_config.compression"},
+		{"mended", strings.Replace(sourcedTOML, `"zstd"`, `"none"`, 1), "none", ""},
+	}
+	check := func(t *testing.T, src *ConfigSource, put func(doc string)) {
+		t.Helper()
+		cfg, err := src.Load(ctx)
+		if err != nil || cfg.Plugin.Compression != "zstd" {
+			t.Fatalf("load: %v", err)
+		}
+		if cfg, err := src.Reload(ctx); cfg != nil || err != nil {
+			t.Fatalf("unchanged file: reload gave %v, %v; want nothing", cfg, err)
+		}
+		for _, e := range edits {
+			put(e.doc)
+			for range 2 { // a broken file fails every time, not once
+				cfg, err := src.Reload(ctx)
+				if e.want == "" {
+					if err == nil || !strings.Contains(err.Error(), e.wantErr) {
+						t.Fatalf("%s: reload gave %v, %v; want an error naming %s", e.name, cfg, err, e.wantErr)
+					}
+					continue
+				}
+				if err != nil || cfg == nil || cfg.Plugin.Compression != e.want {
+					t.Fatalf("%s: reload gave %+v, %v; want compression %q", e.name, cfg, err, e.want)
+				}
+				if again, err := src.Reload(ctx); again != nil || err != nil {
+					t.Fatalf("%s: a second reload gave %v, %v; want nothing", e.name, again, err)
+				}
+				break
+			}
+		}
+	}
+
+	t.Run("s3", func(t *testing.T) {
+		srv := testenv.StartVersity(t)
+		srv.CreateBucket(t, "configs")
+		put := func(doc string) {
+			if _, err := srv.Client(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("configs"), Key: aws.String("sink.toml"), Body: strings.NewReader(doc)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(sourcedTOML)
+		env := map[string]string{"SINK_ENDPOINT": srv.Endpoint, "SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}
+		check(t, NewConfigSource("s3://configs/sink.toml", "", envOf(env)), put)
+	})
+	t.Run("ssm", func(t *testing.T) {
+		moto := testenv.StartMoto(t)
+		t.Setenv("AWS_ACCESS_KEY_ID", "moto")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
+		t.Setenv("AWS_REGION", "us-east-1")
+		t.Setenv("AWS_ENDPOINT_URL_SSM", moto.Endpoint)
+		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+		client := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(moto.Endpoint),
+			Credentials: credentials.NewStaticCredentialsProvider("moto", "moto-secret", "")})
+		put := func(doc string) {
+			if _, err := client.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/iggy/sink"), Value: aws.String(doc),
+				Type: ssmtypes.ParameterTypeString, Overwrite: aws.Bool(true)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(sourcedTOML)
+		check(t, NewConfigSource("ssm:/iggy/sink", "", envOf(map[string]string{"SINK_BUCKET": "b"})), put)
+	})
+	t.Run("bundled", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "sink.toml")
+		if err := os.WriteFile(path, []byte(sourcedTOML), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src := NewConfigSource("sink.toml", dir, envOf(nil))
+		if _, err := src.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// A file in the function's package cannot change: nothing to read.
+		if cfg, err := src.Reload(ctx); cfg != nil || err != nil {
+			t.Fatalf("bundled file: reload gave %v, %v", cfg, err)
+		}
+	})
+}

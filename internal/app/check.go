@@ -251,7 +251,7 @@ func (s *Sink) s3Where() string {
 func (s *Sink) dynamoWhere() string {
 	e := s.ddbEndpoint
 	if e == "" {
-		return "AWS DynamoDB, region " + s.Config.Plugin.Region
+		return "AWS DynamoDB, region " + s.Config.ServicesRegion
 	}
 	where := "endpoint " + redact.URL(e)
 	for _, v := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {

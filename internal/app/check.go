@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/editdist"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
@@ -331,7 +332,7 @@ func similarNames(name string, names []string, n int) []string {
 		if c == name {
 			continue
 		}
-		d := levenshtein(lname, lc)
+		d := editdist.Distance(lname, lc)
 		contains := len(lname) >= 3 && strings.Contains(lc, lname)
 		if d <= max(2, len(name)/3) || contains {
 			cs = append(cs, cand{c, d})
@@ -343,28 +344,6 @@ func similarNames(name string, names []string, n int) []string {
 		out = append(out, c.name)
 	}
 	return out
-}
-
-// levenshtein is the edit distance of a and b, in bytes (table names are
-// ASCII).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // secretFields says what the Secrets Manager secret supplied to the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/editdist"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
@@ -462,12 +463,9 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-func TestLevenshteinClosest(t *testing.T) {
-	if got := closest("max_file_sise", tableKeys("plugin_config")); got != "max_file_size" {
+func TestKeySuggestions(t *testing.T) {
+	if got := editdist.Closest("max_file_sise", tableKeys("plugin_config")); got != "max_file_size" {
 		t.Errorf("closest = %q", got)
-	}
-	if d := levenshtein("kitten", "sitting"); d != 3 {
-		t.Errorf("levenshtein(kitten, sitting) = %d, want 3", d)
 	}
 	if !slices.Contains(tableKeys("plugin_config"), "max_retries") {
 		t.Error("max_retries alias missing from suggestions")

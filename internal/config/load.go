@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/editdist"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
@@ -337,7 +338,7 @@ func (l *loader) unknownKey(table, name, key string) error {
 	}
 	return &Error{File: l.file, Key: key,
 		Reason: fmt.Sprintf("unknown key %q %s; did you mean %q? (unknown keys are refused so that typos are not silently ignored)",
-			name, where, closest(name, tableKeys(table)))}
+			name, where, editdist.Closest(name, tableKeys(table)))}
 }
 
 func (l *loader) setFile(o *option, s *Stream, key string, v any) error {
@@ -686,29 +687,34 @@ func (l *loader) checkKeysDistinct(pairs map[[2]string]int) error {
 	return nil
 }
 
+// eachOption calls f with every option's key, in the order of the option
+// table, then each [[streams]] entry's options (s is nil for the others).
+func (c *Config) eachOption(f func(key string, o *option, s *Stream)) {
+	for _, o := range options {
+		if o.table != "streams" {
+			f(o.Key, o, nil)
+		}
+	}
+	for i := range c.Streams {
+		for _, o := range options {
+			if o.table == "streams" {
+				f(fmt.Sprintf("streams[%d].%s", i, o.name), o, &c.Streams[i])
+			}
+		}
+	}
+}
+
 // String renders every option as key=value, secrets redacted; safe to log.
 func (c *Config) String() string {
 	var b strings.Builder
-	add := func(key string, o *option, s *Stream) {
+	c.eachOption(func(key string, o *option, s *Stream) {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(key)
 		b.WriteByte('=')
 		b.WriteString(o.shown(formatValue(o.ptr(c, s))))
-	}
-	for _, o := range options {
-		if o.table != "streams" {
-			add(o.Key, o, nil)
-		}
-	}
-	for i := range c.Streams {
-		for _, o := range options {
-			if o.table == "streams" {
-				add(fmt.Sprintf("streams[%d].%s", i, o.name), o, &c.Streams[i])
-			}
-		}
-	}
+	})
 	types := make([]string, len(c.Transforms))
 	for i, t := range c.Transforms {
 		types[i] = t.Type

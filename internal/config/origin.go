@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Source says where an effective value came from.
 type Source string
@@ -47,7 +44,7 @@ func (c *Config) File() string { return c.origin.file }
 // the option table, then each [[streams]] entry's options.
 func (c *Config) Effective() []Setting {
 	var out []Setting
-	add := func(key string, o *option, s *Stream) {
+	c.eachOption(func(key string, o *option, s *Stream) {
 		st := Setting{Key: key, Value: o.shown(formatValue(o.ptr(c, s))), Source: SourceDefault}
 		switch c.origin.set[key] {
 		case fromFile:
@@ -56,19 +53,7 @@ func (c *Config) Effective() []Setting {
 			st.Source, st.Var = SourceEnv, c.origin.vars[key]
 		}
 		out = append(out, st)
-	}
-	for _, o := range options {
-		if o.table != "streams" {
-			add(o.Key, o, nil)
-		}
-	}
-	for i := range c.Streams {
-		for _, o := range options {
-			if o.table == "streams" {
-				add(fmt.Sprintf("streams[%d].%s", i, o.name), o, &c.Streams[i])
-			}
-		}
-	}
+	})
 	return out
 }
 

@@ -204,7 +204,7 @@ func TestLambdaConfigFromS3(t *testing.T) {
 	put(strings.Replace(string(file), `compression = "gzip"`, `compression = "zstd"`, 1))
 	appendUsers(3)
 	c.invokeOnce(t, emu)
-	if keys := c.dataKeys(t); len(keys) != 2 || !strings.HasSuffix(keys[1], "-00000000000000000005.jsonl.zst") {
+	if keys := c.keys(t); len(keys) != 2 || !strings.HasSuffix(keys[1], "-00000000000000000005.jsonl.zst") {
 		t.Fatalf("after the edit to zstd: objects %v", keys)
 	}
 	if !emu.logged("the configuration file changed") {
@@ -218,30 +218,14 @@ func TestLambdaConfigFromS3(t *testing.T) {
 			t.Fatalf("invocation with a broken configuration: %s", body)
 		}
 	}
-	if keys := c.dataKeys(t); len(keys) != 2 {
+	if keys := c.keys(t); len(keys) != 2 {
 		t.Fatalf("a broken configuration archived under the old one: %v", keys)
 	}
 	put(string(file))
 	c.invokeOnce(t, emu)
-	if keys := c.dataKeys(t); len(keys) != 3 || !strings.HasSuffix(keys[2], "-00000000000000000008.jsonl.gz") {
+	if keys := c.keys(t); len(keys) != 3 || !strings.HasSuffix(keys[2], "-00000000000000000008.jsonl.gz") {
 		t.Fatalf("after mending: objects %v", keys)
 	}
-}
-
-// dataKeys lists the archive's data objects in key order (no markers).
-func (c *configStand) dataKeys(t *testing.T) []string {
-	t.Helper()
-	list, err := c.s3.Client(t).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("archive")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, o := range list.Contents {
-		if !strings.HasPrefix(*o.Key, "_generations/") {
-			keys = append(keys, *o.Key)
-		}
-	}
-	return keys
 }
 
 // TestLambdaDisabledAndStartupCheck: enabled = false makes an invocation a

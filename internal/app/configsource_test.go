@@ -102,7 +102,11 @@ func TestLoadConfigFromS3(t *testing.T) {
 	}
 }
 
-func TestLoadConfigFromSSM(t *testing.T) {
+// motoSSM starts moto and points the default AWS configuration's SSM at
+// it, as the function's own credentials and region would be; it returns a
+// client to write parameters with.
+func motoSSM(t *testing.T) *ssm.Client {
+	t.Helper()
 	moto := testenv.StartMoto(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "moto")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
@@ -111,6 +115,11 @@ func TestLoadConfigFromSSM(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	client := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(moto.Endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("moto", "moto-secret", "")})
+	return client
+}
+
+func TestLoadConfigFromSSM(t *testing.T) {
+	client := motoSSM(t)
 	for name, typ := range map[string]ssmtypes.ParameterType{"/iggy/sink": ssmtypes.ParameterTypeString, "/iggy/secure": ssmtypes.ParameterTypeSecureString} {
 		_, err := client.PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(sourcedTOML), Type: typ})
 		if err != nil {
@@ -181,14 +190,7 @@ func TestConfigSourceReload(t *testing.T) {
 		check(t, NewConfigSource("s3://configs/sink.toml", "", envOf(env)), put)
 	})
 	t.Run("ssm", func(t *testing.T) {
-		moto := testenv.StartMoto(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", "moto")
-		t.Setenv("AWS_SECRET_ACCESS_KEY", "moto-secret")
-		t.Setenv("AWS_REGION", "us-east-1")
-		t.Setenv("AWS_ENDPOINT_URL_SSM", moto.Endpoint)
-		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-		client := ssm.New(ssm.Options{Region: "us-east-1", BaseEndpoint: aws.String(moto.Endpoint),
-			Credentials: credentials.NewStaticCredentialsProvider("moto", "moto-secret", "")})
+		client := motoSSM(t)
 		put := func(doc string) {
 			if _, err := client.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/iggy/sink"), Value: aws.String(doc),
 				Type: ssmtypes.ParameterTypeString, Overwrite: aws.Bool(true)}); err != nil {

@@ -581,8 +581,8 @@ func (l *loader) checkRequired() error {
 }
 
 // awsRegion is the shape of an AWS region's name: us-east-1, us-gov-west-1,
-// cn-north-1, ap-southeast-5, us-isob-east-1.
-var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+){1,2}-[0-9]{1,2}$`)
+// cn-north-1, ap-southeast-5, us-isob-east-1, eusc-de-east-1.
+var awsRegion = regexp.MustCompile(`^[a-z]{2,4}(-[a-z]+){1,2}-[0-9]{1,2}$`)
 
 // checkRegion refuses a region that cannot be AWS's when the sink talks to
 // AWS S3 (a typo such as "us-east1" would otherwise fail at the first DNS

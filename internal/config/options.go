@@ -349,7 +349,9 @@ func buildOptions() []*option {
 				return enum(func(c *Config, _ *Stream) *string { return &pl(c).IcebergCatalog }, icebergCatalogs...)(c, nil)
 			}
 		}),
-		plugin("iceberg_catalog_uri", kString, "", "table_format = \"iceberg\": the REST catalog's URL (rest; s3tables: default https://s3tables.<region>.amazonaws.com/iceberg)", func(p *Plugin) any { return &p.IcebergCatalogURI }),
+		with(plugin("iceberg_catalog_uri", kString, "", "table_format = \"iceberg\": the REST catalog's URL (rest; s3tables: default https://s3tables.<region>.amazonaws.com/iceberg)", func(p *Plugin) any { return &p.IcebergCatalogURI }), func(o *option) {
+			o.url = true
+		}),
 		plugin("iceberg_warehouse", kString, "", "table_format = \"iceberg\": rest: the warehouse the catalog names; s3tables: the table bucket's ARN; glue: where table metadata goes (default s3://<bucket>/<prefix>/_iceberg)", func(p *Plugin) any { return &p.IcebergWarehouse }),
 		plugin("iceberg_namespace", kString, "iggy", "table_format = \"iceberg\": the namespace (Glue database) of the tables; created when missing", func(p *Plugin) any { return &p.IcebergNamespace }),
 		plugin("iceberg_table", kString, "{stream}_{topic}", "table_format = \"iceberg\": each topic's table name; placeholders {stream} {topic}", func(p *Plugin) any { return &p.IcebergTable }),

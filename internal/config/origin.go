@@ -6,7 +6,7 @@ import "time"
 type Source string
 
 // The sources of a value, in increasing precedence: an environment variable
-// that is set (and, but for SINK_PREFIX, not empty) wins over the file.
+// that is set and not empty wins over the file.
 const (
 	SourceDefault Source = "default"
 	SourceFile    Source = "file"

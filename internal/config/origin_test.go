@@ -107,6 +107,7 @@ func TestRegionShape(t *testing.T) {
 		{"us-east-1", nil, nil},
 		{"us-gov-west-1", nil, nil},
 		{"cn-northwest-1", nil, nil},
+		{"eusc-de-east-1", nil, nil},
 		{"us-east1", nil, []string{"plugin_config.region", `"us-east1"`, `did you mean "us-east-1"`}},
 		{"EU_WEST_1", nil, []string{`did you mean "eu-west-1"`}},
 		{"auto", nil, []string{"plugin_config.region", `"auto"`, "not an AWS region", "endpoint"}},
@@ -191,6 +192,21 @@ func TestServicesRegion(t *testing.T) {
 		}
 		if c.Plugin.Region != tc.bucket || c.ServicesRegion != tc.services {
 			t.Errorf("file %q AWS_REGION %q: bucket region %q, services %q; want %q, %q", tc.fileRegion, tc.awsRegion, c.Plugin.Region, c.ServicesRegion, tc.bucket, tc.services)
+		}
+	}
+}
+
+// TestEffectiveRedactsURLs: a URL's userinfo never reaches the listing.
+func TestEffectiveRedactsURLs(t *testing.T) {
+	c, err := loadString(t, streamsOnly+"[plugin_config]\nbucket = \"b\"\nregion = \"us-east-1\"\n", map[string]string{
+		"SINK_ENDPOINT": "https://user:s3cret@store.example", "SINK_ICEBERG_CATALOG_URI": "https://cat:t0ken@catalog.example/api",
+		"SINK_OUTPUT_FORMAT": "parquet", "SINK_TABLE_FORMAT": "iceberg", "SINK_ICEBERG_CATALOG": "rest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Effective() {
+		if strings.Contains(s.Value, "s3cret") || strings.Contains(s.Value, "t0ken") {
+			t.Errorf("%s = %s shows a URL's password", s.Key, s.Value)
 		}
 	}
 }

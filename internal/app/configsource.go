@@ -65,7 +65,8 @@ func (c *ConfigSource) Load(ctx context.Context) (*config.Config, error) {
 // returns (nil, nil) when nothing changed or the file cannot change (a local
 // or bundled file, or none). A changed file that no longer loads is an
 // error every time, until it is mended: the old configuration is never kept
-// in silence.
+// in silence. A failed request (throttled, timed out, denied) is an error
+// that wraps ErrConfigUnchecked: whether the file changed is not known.
 func (c *ConfigSource) Reload(ctx context.Context) (*config.Config, error) {
 	if !c.remote() {
 		return nil, nil
@@ -75,6 +76,15 @@ func (c *ConfigSource) Reload(ctx context.Context) (*config.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// unchecked marks a failed read of the file, as opposed to a file that was
+// read and does not load.
+func unchecked(err error) error {
+	if code, _ := apiCode(err); err == nil || code == "NoSuchKey" || code == "ParameterNotFound" {
+		return err // a file that is gone was read: it no longer loads
+	}
+	return fmt.Errorf("%w: %w", ErrConfigUnchecked, err)
 }
 
 // Ref is the configuration's location as given ("" = no file).
@@ -115,6 +125,9 @@ func (c *ConfigSource) load(ctx context.Context, known string) (*config.Config, 
 		return nil, false, nil
 	}
 	if err != nil {
+		if known != "" {
+			err = unchecked(err)
+		}
 		return nil, false, err
 	}
 	cfg, err := config.LoadBytes(data, ref, env)
@@ -127,6 +140,10 @@ func (c *ConfigSource) load(ctx context.Context, known string) (*config.Config, 
 
 // errNotModified is a conditional read's answer that the file is unchanged.
 var errNotModified = errors.New("configuration not modified")
+
+// ErrConfigUnchecked is a Reload that could not read the file: the caller
+// decides whether to go on with the configuration it has.
+var ErrConfigUnchecked = errors.New("could not check the configuration file for changes")
 
 // fetchS3Config reads s3://bucket/key with the default AWS credentials and
 // region, or the sink's own S3 settings from the environment when they are

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,7 +188,27 @@ func TestConfigSourceReload(t *testing.T) {
 		}
 		put(sourcedTOML)
 		env := map[string]string{"SINK_ENDPOINT": srv.Endpoint, "SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}
-		check(t, NewConfigSource("s3://configs/sink.toml", "", envOf(env)), put)
+		src := NewConfigSource("s3://configs/sink.toml", "", envOf(env))
+		check(t, src, put)
+		// Unchanged means one conditional request: the store answers 304, no body.
+		if _, _, err := fetchS3Config(ctx, "s3://configs/sink.toml", src.version, envOf(env)); !errors.Is(err, errNotModified) {
+			t.Fatalf("a GET with the last ETag in If-None-Match gave %v, want 304 Not Modified", err)
+		}
+
+		// A read that fails says nothing of the file: ErrConfigUnchecked, for
+		// the caller to go on with what it has. A file that is gone was read.
+		endpoint := env["SINK_ENDPOINT"]
+		env["SINK_ENDPOINT"] = "http://127.0.0.1:1"
+		if cfg, err := src.Reload(ctx); cfg != nil || !errors.Is(err, ErrConfigUnchecked) {
+			t.Fatalf("unreachable store: reload gave %v, %v; want ErrConfigUnchecked", cfg, err)
+		}
+		env["SINK_ENDPOINT"] = endpoint
+		if _, err := srv.Client(t).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("configs"), Key: aws.String("sink.toml")}); err != nil {
+			t.Fatal(err)
+		}
+		if cfg, err := src.Reload(ctx); cfg != nil || err == nil || errors.Is(err, ErrConfigUnchecked) || !strings.Contains(err.Error(), "s3://configs/sink.toml") {
+			t.Fatalf("deleted file: reload gave %v, %v; want an error naming it", cfg, err)
+		}
 	})
 	t.Run("ssm", func(t *testing.T) {
 		client := motoSSM(t)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -128,6 +129,12 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	defer h.mu.Unlock()
 	if h.sink != nil || h.disabled != nil {
 		cfg, err := h.source().Reload(ctx)
+		if errors.Is(err, app.ErrConfigUnchecked) {
+			// A throttled or failed read says nothing of the file: go on with
+			// the version this container has, and say so.
+			h.log.Warn("running the configuration read before: its file could not be checked for changes", "file", h.source().Ref(), "error", err.Error())
+			return h.sink, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the configuration file %s changed and cannot be used (the previous version is not run either): %w", h.source().Ref(), err)
 		}
@@ -163,6 +170,10 @@ func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, err
 	app.LogLoaded(h.log, cfg)
 	h.log.Info("configuration", "version", app.Version(), "config", cfg)
 	h.log.Debug("full configuration", "config", cfg.String())
+	if !cfg.Enabled {
+		h.disabled = cfg
+		return nil, nil
+	}
 	if v, ok := h.env(app.StackGrantsVar); ok {
 		grants, err := app.ParseStackGrants(v)
 		if err == nil {
@@ -171,10 +182,9 @@ func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, err
 		if err != nil {
 			return nil, err
 		}
-	}
-	if !cfg.Enabled {
-		h.disabled = cfg
-		return nil, nil
+		for _, w := range grants.Warnings(cfg) {
+			h.log.Warn(w)
+		}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		if err := app.CheckTimeBudget(cfg, h.functionTimeout(time.Until(dl)), cleanupMargin); err != nil {

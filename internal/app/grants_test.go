@@ -47,6 +47,7 @@ credentials_secret = "prod/iggy"
 			"plugin_config.sse_kms_key_id", "deploy with S3KmsKeyArn="}},
 		{"IggyCredentialsSecret=prod/iggy,S3KmsKeyArn=arn:aws:kms:eu-west-1:123456789012:key/abc,TableFormat=,MaxWorkers=", `sse_kms_key_id = "arn:aws:kms:eu-west-1:123456789012:key/abc"`, nil},
 		{"IggyCredentialsSecret=prod/iggy,S3KmsKeyArn=,TableFormat=,MaxWorkers=", `sse_kms_key_id = "alias/aws/s3"`, nil},
+		{"IggyCredentialsSecret=prod/iggy,S3KmsKeyArn=,TableFormat=,MaxWorkers=", `sse_kms_key_id = "arn:aws:kms:eu-west-1:123456789012:alias/aws/s3"`, nil},
 	} {
 		g, err := ParseStackGrants(tc.grants)
 		if err != nil {
@@ -71,5 +72,45 @@ credentials_secret = "prod/iggy"
 	}
 	if _, err := ParseStackGrants("MaxWorkers=many"); err == nil {
 		t.Error("MaxWorkers=many parsed")
+	}
+	// Prefix runs to the end: a prefix may hold a comma.
+	g, err := ParseStackGrants("IggyCredentialsSecret=s,S3KmsKeyArn=,TableFormat=iceberg,IcebergCatalog=glue,MaxWorkers=2,Prefix=raw,2026")
+	if err != nil || g.Prefix != "raw,2026" || g.IcebergCatalog != "glue" || g.MaxWorkers != 2 || g.CredentialsSecret != "s" {
+		t.Errorf("parsed %+v, %v", g, err)
+	}
+}
+
+// TestStackGrantsCatalogAddressPrefix: tables granted for another catalog
+// are refused; a configuration naming no Iggy server is refused on Lambda;
+// a prefix the role is not held to is a warning.
+func TestStackGrantsCatalogAddressPrefix(t *testing.T) {
+	load := func(doc string) *config.Config {
+		t.Helper()
+		cfg, err := config.LoadBytes([]byte("[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n[plugin_config]\nbucket = \"b\"\nregion = \"eu-west-1\"\n"+doc), "sink.toml", func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	withAddress := "[iggy]\naddress = \"iggy:8090\"\n"
+	tables := "output_format = \"parquet\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"\n"
+	g, _ := ParseStackGrants("IggyCredentialsSecret=,S3KmsKeyArn=,TableFormat=iceberg,IcebergCatalog=rest,MaxWorkers=,Prefix=")
+	if err := g.Check(load(tables + withAddress)); err == nil || !strings.Contains(err.Error(), "deploy with IcebergCatalog=glue") {
+		t.Errorf("glue tables on a stack granted rest: %v", err)
+	}
+	g.IcebergCatalog = "glue"
+	if err := g.Check(load(tables + withAddress)); err != nil {
+		t.Errorf("glue tables on a stack granted glue: %v", err)
+	}
+	if err := g.Check(load("")); err == nil || !strings.Contains(err.Error(), "iggy.address is not set") || !strings.Contains(err.Error(), "deploy with IggyAddress=") {
+		t.Errorf("no Iggy address: %v", err)
+	}
+	cfg := load("prefix = \"raw\"\n" + withAddress)
+	if w := g.Warnings(cfg); len(w) != 1 || !strings.Contains(w[0], "deploy with Prefix=raw") {
+		t.Errorf("prefix without the Prefix grant: %v", w)
+	}
+	g.Prefix = "raw"
+	if w := g.Warnings(cfg); len(w) != 0 {
+		t.Errorf("prefix with its grant: %v", w)
 	}
 }

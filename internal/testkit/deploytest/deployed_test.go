@@ -54,15 +54,22 @@ func userFiles(t *testing.T) []string {
 }
 
 // deployParams are the parameters a user gives to deploy a file: the bucket
-// (required), the file itself, and the grants its settings need (a secret, a
-// KMS key, tables, fan-out); every other parameter stays at its default.
+// (required), the file itself, the Iggy address when the file has none (the
+// upstream connector's has not), and the grants its settings need (a secret,
+// a KMS key, tables, fan-out); every other parameter stays at its default.
 func deployParams(cfg *config.Config, rel string) map[string]string {
 	p := map[string]string{"SinkConfig": rel, "BucketName": cfg.Plugin.Bucket}
+	if settings(cfg)["iggy.address"].Source == config.SourceDefault && cfg.Iggy.CredentialsSecret == "" {
+		p["IggyAddress"] = "iggy.internal:8090"
+	}
 	if s := cfg.Iggy.CredentialsSecret; s != "" {
 		p["IggyCredentialsSecret"] = s
 	}
 	if k := cfg.Plugin.SSEKMSKeyID; strings.HasPrefix(k, "arn:") {
 		p["S3KmsKeyArn"] = k
+	}
+	if cfg.Plugin.Prefix != "" {
+		p["Prefix"] = cfg.Plugin.Prefix // the role held to the prefix
 	}
 	if cfg.Plugin.TableFormat == "iceberg" {
 		p["TableFormat"], p["IcebergCatalog"] = "iceberg", cfg.Plugin.IcebergCatalog
@@ -116,8 +123,8 @@ func TestDeployedEnvironmentKeepsTheFile(t *testing.T) {
 			}
 			gotSettings := settings(got)
 			for _, w := range want.Effective() {
-				if slices.Contains(stackOwned, w.Key) {
-					continue
+				if slices.Contains(stackOwned, w.Key) || (w.Key == "iggy.address" && params["IggyAddress"] != "") {
+					continue // the stack's own; the address the file lacks, given at deploy
 				}
 				if g := gotSettings[w.Key]; g.Value != w.Value {
 					t.Errorf("%s: %s gives %s (%s); the deployed function runs %s (%s %s)", rel, w.Key, w.Value, w.Source, g.Value, g.Source, g.Var)
@@ -143,17 +150,33 @@ func TestDeployedEnvironmentKeepsTheFile(t *testing.T) {
 			if err := grants.Check(got); err != nil {
 				t.Errorf("%s deployed with %v: %v", rel, params, err)
 			}
+			if w := grants.Warnings(got); len(w) > 0 {
+				t.Errorf("%s deployed with %v: warnings %v", rel, params, w)
+			}
 			// Without the grants the file needs, the function refuses it at start and names each.
-			for _, name := range []string{"IggyCredentialsSecret", "S3KmsKeyArn", "TableFormat", "MaxWorkers"} {
+			for _, name := range []string{"IggyCredentialsSecret", "S3KmsKeyArn", "TableFormat", "MaxWorkers", "IggyAddress"} {
 				if _, needed := params[name]; !needed {
 					continue
 				}
 				less := maps.Clone(params)
 				delete(less, name)
 				env := deployedEnv(t, newStack(t, tpl, less))
+				cfg, err := config.LoadBytes(data, rel, lookup(env))
+				if err != nil {
+					t.Fatal(err)
+				}
 				grants, _ := app.ParseStackGrants(env[app.StackGrantsVar])
-				if err := grants.Check(got); err == nil || !strings.Contains(err.Error(), "deploy with "+name+"=") {
+				if err := grants.Check(cfg); err == nil || !strings.Contains(err.Error(), "deploy with "+name+"=") {
 					t.Errorf("%s deployed without %s: %v; want a refusal naming the parameter", rel, name, err)
+				}
+			}
+			// Without Prefix the role may touch the whole bucket: it runs, and says so.
+			if prefix := params["Prefix"]; prefix != "" {
+				less := maps.Clone(params)
+				delete(less, "Prefix")
+				grants, _ := app.ParseStackGrants(deployedEnv(t, newStack(t, tpl, less))[app.StackGrantsVar])
+				if w := grants.Warnings(got); len(w) != 1 || !strings.Contains(w[0], "deploy with Prefix="+prefix) {
+					t.Errorf("%s deployed without Prefix: warnings %v; want one naming Prefix=%s", rel, w, prefix)
 				}
 			}
 		})
@@ -263,4 +286,46 @@ func parameterVariables(t *testing.T, tpl map[string]any) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestDeployRules: a deploy without a configuration file must name the
+// streams and the Iggy server (the template's Rules refuse it before any
+// resource is made); with a file, every one of them may stay empty.
+func TestDeployRules(t *testing.T) {
+	tpl := templateYAML(t)
+	for _, tc := range []struct {
+		params map[string]string
+		want   []string // the assertions that fail, by a word of their description
+	}{
+		{map[string]string{"BucketName": "bkt"}, []string{"Stream and Topics", "IggyAddress"}},
+		{map[string]string{"BucketName": "bkt", "Stream": "s", "Topics": "t"}, []string{"IggyAddress"}},
+		{map[string]string{"BucketName": "bkt", "Stream": "s", "IggyAddress": "iggy:8090"}, []string{"Stream and Topics"}},
+		{map[string]string{"BucketName": "bkt", "Stream": "s", "Topics": "t", "IggyCredentialsSecret": "prod/iggy"}, nil},
+		{requiredParams, nil},
+		{map[string]string{"BucketName": "bkt", "SinkConfig": "examples/minio.toml"}, nil},
+	} {
+		s := newStack(t, tpl, tc.params)
+		var failed []string
+		for name, r := range mapAt(t, tpl, "Rules") {
+			rule := r.(map[string]any)
+			if c, ok := rule["RuleCondition"]; ok && !s.eval(c).(bool) {
+				continue
+			}
+			for _, a := range rule["Assertions"].([]any) {
+				a := a.(map[string]any)
+				if !s.eval(a["Assert"]).(bool) {
+					failed = append(failed, name+": "+a["AssertDescription"].(string))
+				}
+			}
+		}
+		if len(failed) != len(tc.want) {
+			t.Errorf("%v: failed %v, want %v", tc.params, failed, tc.want)
+			continue
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(failed[i], w) {
+				t.Errorf("%v: failed %v, want %v", tc.params, failed, tc.want)
+			}
+		}
+	}
 }

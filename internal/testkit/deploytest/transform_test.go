@@ -264,7 +264,7 @@ func checkEnvironment(t *testing.T, s *stack, sc deployScenario) {
 		"SINK_WORKER_RATE":          p("WorkerRate"),
 		"SINK_TABLE_FORMAT":         p("TableFormat"),
 		"SINK_STACK_GRANTS": "IggyCredentialsSecret=" + p("IggyCredentialsSecret") + ",S3KmsKeyArn=" + p("S3KmsKeyArn") +
-			",TableFormat=" + p("TableFormat") + ",MaxWorkers=" + p("MaxWorkers"),
+			",TableFormat=" + p("TableFormat") + ",IcebergCatalog=" + p("IcebergCatalog") + ",MaxWorkers=" + p("MaxWorkers") + ",Prefix=" + p("Prefix"),
 	}
 	if sc.iceberg != "" {
 		want["SINK_ICEBERG_CATALOG"] = sc.iceberg

@@ -101,6 +101,13 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	if c.opts.metrics && !readOnly {
 		opts.Hooks = append(opts.Hooks, &app.EMF{W: c.stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: c.log})
 	}
+	if cmd == "check" {
+		// First, so that it is there when the set-up below fails.
+		if err := app.WriteEffective(c.stdout, cfg); err != nil {
+			return c.fail(err, "check")
+		}
+		fmt.Fprintln(c.stdout)
+	}
 	s, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		if c.stoppedAtStart(ctx, cmd, "setting up the sink") {
@@ -111,10 +118,6 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	}
 	switch cmd {
 	case "check":
-		if err := app.WriteEffective(c.stdout, cfg); err != nil {
-			return c.fail(err, "check")
-		}
-		fmt.Fprintln(c.stdout)
 		return c.fail(s.WriteCheck(ctx, c.stdout), "check")
 	case "audit":
 		progress := newAuditProgress(c.stderr, time.Now, auditProgressEvery)

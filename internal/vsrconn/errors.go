@@ -36,8 +36,8 @@ var (
 // Iggy error codes (protocol 0.11/0.12, and 0.8's) that refuse a login's
 // credentials rather than its form: unauthenticated, unauthorized, invalid
 // credentials, invalid username, invalid password, user inactive, invalid
-// personal access token.
-var refusedLoginCodes = []uint32{40, 41, 42, 43, 44, 47, 53}
+// personal access token, expired personal access token.
+var refusedLoginCodes = []uint32{40, 41, 42, 43, 44, 47, 53, 54}
 
 // RefusesLogin reports whether an Iggy error code refuses a login's
 // credentials.

@@ -201,13 +201,19 @@ func (r *Registrar) registerTable(ctx context.Context, name string, ids []Partit
 		if err != nil {
 			return err
 		}
-		current, err := tableRanges(tbl)
+		current, err := registeredOf(tbl)
 		if err != nil {
 			return fmt.Errorf("icetable: table %s: %w", name, err)
 		}
-		p, err := r.plan(ctx, current, ids, targets, backlogs, res)
+		p, err := r.plan(ctx, current.ranges, ids, targets, backlogs, res)
 		if err != nil {
 			return fmt.Errorf("icetable: table %s: %w", name, err)
+		}
+		if current.rewound && len(p.files) > 0 {
+			if p.files, err = r.notInTable(ctx, tbl, p.files); err != nil {
+				return fmt.Errorf("icetable: table %s: read its data files: %w", name, err)
+			}
+			r.Log.Warn("iceberg table rolled back: registering again what its current snapshot lacks", "table", name, "files", len(p.files))
 		}
 		if !p.moved {
 			return nil
@@ -221,7 +227,7 @@ func (r *Registrar) registerTable(ctx context.Context, name string, ids []Partit
 			r.Log.Info("iceberg commit", "table", name, "files", len(p.files), "attempt", attempt, "duration", time.Since(start))
 			return nil
 		}
-		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, catalog.ErrTableAlreadyExists) {
+		if isConflict(err) {
 			res.Conflicts++
 			r.Log.Info("iceberg commit conflict, planning again", "table", name, "attempt", attempt, "error", err.Error())
 			if attempt < attempts {
@@ -243,6 +249,16 @@ func (r *Registrar) registerTable(ctx context.Context, name string, ids []Partit
 	}
 }
 
+// isConflict reports a commit the catalog refused because another writer
+// committed first: nothing of it was written. The REST catalog and
+// iceberg-go's retries say so with ErrCommitFailed; Glue and Hadoop
+// catalogs check the commit's requirements against the table they load
+// before writing, and return the failed requirement as it is.
+func isConflict(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, catalog.ErrTableAlreadyExists) ||
+		strings.HasPrefix(err.Error(), "requirement failed: ") || strings.Contains(err.Error(), ": requirement failed: ")
+}
+
 // load returns the table, or nil when it does not exist yet.
 func (r *Registrar) load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	cctx, cancel := r.call(ctx)
@@ -255,14 +271,6 @@ func (r *Registrar) load(ctx context.Context, ident table.Identifier) (*table.Ta
 		return nil, fmt.Errorf("icetable: load table %s: %w", ident[len(ident)-1], err)
 	}
 	return tbl, nil
-}
-
-// tableRanges reads the positions a table holds (none for a missing table).
-func tableRanges(tbl *table.Table) (Ranges, error) {
-	if tbl == nil {
-		return Ranges{}, nil
-	}
-	return ParseRanges(tbl.Properties().Get(RangesProperty, ""))
 }
 
 func (r *Registrar) plan(ctx context.Context, current Ranges, ids []PartitionID, targets map[PartitionID]Target, backlogs map[PartitionID][]Item, res *Result) (plan, error) {
@@ -348,6 +356,14 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		// The new table has no ranges: what this plan holds stands.
 	}
 	tx := tbl.NewTransaction()
+	// Pinned to the snapshot p was planned on, whatever the table's
+	// commit.retry.* say: a retry inside iceberg-go would move the
+	// condition to the new head and send p's positions as they were,
+	// undoing what the other writer registered (docs/guarantee.md).
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return err
+	}
+	described := snapshotRef(tbl.CurrentSnapshot())
 	for _, s := range schemas {
 		// One UpdateSchema per file schema: a union sees only the schema
 		// before it, not columns another union of the same update adds.
@@ -396,6 +412,14 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 			}
 			return fmt.Errorf("add files: %w", err)
 		}
+		staged, err := tx.StagedTable()
+		if err != nil {
+			return err
+		}
+		described = snapshotRef(staged.CurrentSnapshot())
+	}
+	if err := tx.SetProperties(iceberg.Properties{RangesSnapshotProperty: described}); err != nil {
+		return err
 	}
 	_, err := tx.Commit(cctx)
 	return err

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/glue"
 	"github.com/apache/iceberg-go/catalog/hadoop"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -297,6 +299,60 @@ func TestRollbackIsRegisteredAgain(t *testing.T) {
 				if res := l.nextRun(t, 29, 0, 1); res.Commits != 0 {
 					t.Errorf("a second run after the %s committed again: %+v", c.name, res)
 				}
+			})
+		}
+	}
+}
+
+// appendForeign commits an operator's own append of item's object (a
+// snapshot that is not the sink's: no positions in its summary).
+func (l *kindLake) appendForeign(t *testing.T, it icetable.Item) {
+	ctx := context.Background()
+	path := "s3://" + bucket + "/" + it.Key
+	l.operate(t, "an operator's append", func(tbl *table.Table, tx *table.Transaction) error {
+		fs, err := iceio.LoadFS(ctx, l.files().Props(), path)
+		if err != nil {
+			return err
+		}
+		df, err := table.FileToDataFile(ctx, fs, path, tbl.Schema(), tbl.Spec(), 0, tbl.Properties())
+		if err != nil {
+			return err
+		}
+		return tx.AddDataFiles(ctx, []iceberg.DataFile{df}, nil)
+	})
+}
+
+// TestRollbackToAnOperatorsSnapshot: a rollback to a snapshot that is not
+// the sink's (an operator's append) is repaired from the sink's snapshot
+// below it; with the history below it expired too, nothing in the table
+// says what it holds of the archive, and the run stops for the table
+// naming the properties to set, rather than guess.
+func TestRollbackToAnOperatorsSnapshot(t *testing.T) {
+	for _, kind := range catalogKinds {
+		for _, expire := range []bool{false, true} {
+			t.Run(kind+"/expired="+strconv.FormatBool(expire), func(t *testing.T) {
+				l := newKindLake(t, kind)
+				l.archive(t, 0, 0, 9, false)
+				l.nextRun(t, 9, 0)
+				foreign := l.archive(t, 1, 0, 9, false)
+				l.appendForeign(t, foreign)
+				l.archive(t, 0, 10, 19, false)
+				l.nextRun(t, 19, 0)
+				l.rollback(t)
+				if expire {
+					l.expire(t)
+				}
+				_, err := l.registrar(l.cat).Register(context.Background(), map[icetable.PartitionID]icetable.Target{partitionOf(0): {Through: icetable.Position{Last: 19}}})
+				if expire {
+					if !errors.Is(err, icetable.ErrLineageLost) || !strings.Contains(err.Error(), icetable.RangesProperty) || !strings.Contains(err.Error(), icetable.RangesSnapshotProperty) {
+						t.Fatalf("register after a rollback below the sink's expired snapshots: %v, want ErrLineageLost naming %s and %s", err, icetable.RangesProperty, icetable.RangesSnapshotProperty)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.checkEachObjectOnce(t) // the operator's file counts as one of the archive's here
 			})
 		}
 	}

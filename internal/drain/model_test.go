@@ -42,11 +42,14 @@ import (
 // table replaced by an empty one; the topic renamed; the server restarted
 // while runs share the group (rebalances); messages around a low
 // max_poll_bytes; payloads that are not JSON sent to error objects whose
-// writes fail like any other (issue 21's schedule classes). Each schedule
+// writes fail like any other (issue 21's schedule classes); with an Iceberg
+// table, an operator's maintenance between rounds: commit retries turned
+// on, a rollback, snapshot expiry (issue 42). Each schedule
 // then runs to quiescence and must hold the guarantee: every offset of every
 // partition in exactly one object or gap marker, per incarnation, with the
 // right payload, every rejected one in its data object's error object, and a
-// clean audit.
+// clean audit; a table's audit then reports a file removed or registered
+// twice on purpose.
 //
 // MODEL_SEEDS=n runs seeds 1..n (default 300); MODEL_SEED=s runs seed s
 // alone. A failing seed prints the command that replays it, and its
@@ -133,8 +136,10 @@ type model struct {
 	// restarted: the server restarted in some round; retained: retention
 	// deleted messages in some round.
 	restarted, retained bool
-	// iceberg: the objects also go into an Iceberg table (Parquet only).
+	// iceberg: the objects also go into an Iceberg table (Parquet only),
+	// on which ops draws an operator's maintenance between rounds.
 	iceberg bool
+	ops     tableOps
 	// fences counts empty objects without a void marker left out of the
 	// coverage (see coverage).
 	fences  int
@@ -187,6 +192,7 @@ func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 		m.set["SINK_ICEBERG_CATALOG_URI"] = lake.rest.Endpoint
 		m.set["SINK_ICEBERG_NAMESPACE"] = fmt.Sprintf("model_%d", seed)
 		w.catalog = lake.catalog(t)
+		m.ops.rng = rand.New(rand.NewPCG(seed, 0x1ce))
 		m.note("table_format iceberg")
 	}
 	m.reconfigure()
@@ -379,6 +385,7 @@ func (m *model) change(round int) {
 			m.note("round %d: retention deleted partition %d below %d", round, p, cut)
 		}
 	}
+	m.maintainTable(round)
 }
 
 // moveGroup is an operator moving the consumer group of one partition
@@ -674,6 +681,7 @@ func (m *model) verify() {
 		m.movedTo, m.deletedBelow = moved, below
 	}
 	reports := m.w.auditClean(s)
+	m.tableAuditCatches(s, reports)
 	objects, gaps, voided := 0, 0, 0
 	for _, r := range reports {
 		objects, gaps, voided = objects+r.Objects, gaps+r.GapMarkers, voided+r.Voided

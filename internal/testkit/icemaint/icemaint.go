@@ -111,9 +111,18 @@ func SetRetries(ctx context.Context, cat Catalog, ident table.Identifier, n int)
 type CompactOption func(*compactConfig)
 
 type compactConfig struct {
+	files  iceberg.Properties
 	only   func(iceberg.DataFile) bool
 	copies func(partition, offset int64) int
 	props  iceberg.Properties
+}
+
+// FileProps are the properties (s3.* and the like) that reach data files
+// outside the table's own store, e.g. the S3 objects a Hadoop catalog on a
+// local warehouse registers: an engine reaches each scheme with a file
+// system of its own.
+func FileProps(p iceberg.Properties) CompactOption {
+	return func(c *compactConfig) { c.files = p }
 }
 
 // Only rewrites the live data files keep accepts (the default: all).
@@ -162,6 +171,13 @@ func Compact(ctx context.Context, cat Catalog, ident table.Identifier, opts ...C
 		if tbl.CurrentSnapshot() == nil {
 			return errors.New("icemaint: compact: the table has no snapshot")
 		}
+		src := tbl
+		if cfg.files != nil {
+			var err error
+			if src, err = withFiles(ctx, tbl, cfg.files); err != nil {
+				return err
+			}
+		}
 		tasks, err := tbl.Scan().PlanFiles(ctx)
 		if err != nil {
 			return fmt.Errorf("icemaint: compact: plan: %w", err)
@@ -180,7 +196,7 @@ func Compact(ctx context.Context, cat Catalog, ident table.Identifier, opts ...C
 		rewrite := tx.NewRewrite(cfg.props)
 		for _, k := range slices.Sorted(maps.Keys(groups)) {
 			group := groups[k]
-			added, err := rewriteGroup(ctx, tbl, group, cfg.copies)
+			added, err := rewriteGroup(ctx, src, group, cfg.copies)
 			if err != nil {
 				return fmt.Errorf("icemaint: compact %s: %w", k, err)
 			}

@@ -308,3 +308,42 @@ func repeatRows(ctx context.Context, rec arrow.RecordBatch, copies func(int64, i
 	}
 	return array.NewRecordBatch(rec.Schema(), cols, int64(indices.Len())), nil
 }
+
+// Offsets scans the table as an engine reads it (deletes applied) and
+// counts its rows by partition_id and offset; fileProps (may be nil) reach
+// data files outside the table's store.
+func Offsets(ctx context.Context, cat Catalog, ident table.Identifier, fileProps iceberg.Properties) (map[[2]int64]int, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("icemaint: load %v: %w", ident, err)
+	}
+	if fileProps != nil {
+		if tbl, err = withFiles(ctx, tbl, fileProps); err != nil {
+			return nil, err
+		}
+	}
+	out := map[[2]int64]int{}
+	if tbl.CurrentSnapshot() == nil {
+		return out, nil
+	}
+	_, records, err := tbl.Scan(table.WithSelectedFields("partition_id", "offset")).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("icemaint: scan: %w", err)
+	}
+	for rec, err := range records {
+		if err != nil {
+			return nil, fmt.Errorf("icemaint: scan: %w", err)
+		}
+		p, ok1 := rec.Column(rec.Schema().FieldIndices("partition_id")[0]).(*array.Int64)
+		o, ok2 := rec.Column(rec.Schema().FieldIndices("offset")[0]).(*array.Int64)
+		if !ok1 || !ok2 {
+			rec.Release()
+			return nil, fmt.Errorf("icemaint: scan: partition_id and offset are %s", rec.Schema())
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out[[2]int64{p.Value(i), o.Value(i)}]++
+		}
+		rec.Release()
+	}
+	return out, nil
+}

@@ -551,17 +551,21 @@ func WriteJSON(w io.Writer, reports []Report) error {
 }
 
 // TableReport is the verdict for one Iceberg table (table_format =
-// "iceberg"): every archived data object within the table's registered
-// ranges is in it once, and it holds no other data file.
+// "iceberg"): every offset the archived data objects within the table's
+// registered ranges hold is in it once, and it holds no other row, whether
+// a data file is an object itself or a maintenance rewrite of objects'
+// rows (a compaction).
 type TableReport struct {
 	Table string `json:"table"`
 	// Files counts the table's data files; Partitions the partitions it
 	// records a registered range for.
 	Files      int `json:"files"`
 	Partitions int `json:"partitions"`
-	// Missing are archived objects within a registered range the table
-	// lacks; Twice are data files the table holds more than once; Outside
-	// are data files that are no archived object within a range.
+	// Missing are archived objects, or offsets of one, within a registered
+	// range that the table lacks; Twice are data files the table holds more
+	// than once, and offsets it holds more than once (with the files they
+	// are in); Outside are data files, or rows of one, that are no archived
+	// offset within a registered range.
 	Missing []string `json:"missing,omitempty"`
 	Twice   []string `json:"twice,omitempty"`
 	Outside []string `json:"outside,omitempty"`
@@ -590,7 +594,7 @@ func WriteTables(w io.Writer, tables []TableReport) error {
 			fmt.Fprintf(w, "     registered twice: %s\n", s)
 		}
 		for _, s := range t.Outside {
-			fmt.Fprintf(w, "     not an archived object in a registered range: %s\n", s)
+			fmt.Fprintf(w, "     not archived rows in a registered range: %s\n", s)
 		}
 		for _, s := range t.Notes {
 			fmt.Fprintf(w, "     note: %s\n", s)

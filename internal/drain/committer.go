@@ -463,11 +463,34 @@ func (c *committer) run(ctx context.Context, objects <-chan *sealed) error {
 	for cur != nil && err == nil {
 		cur, err = c.step(ctx, cur, objects)
 	}
+	cur.giveBack(err) // received as the lease was lost: a step hands on nothing with an error
 	return err
 }
 
 // step writes cur and returns the object after it, nil when there is none.
-func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *sealed) (*sealed, error) {
+//
+// Whatever the step holds and does not hand on is given back on its way
+// out, whichever way that is, by the one deferred release: cur (upload
+// gives it back; a step that ends before cur's upload does not get
+// there), and the next object, its early upload abandoned, unless it is
+// the step's result. An object read ahead holds the run's one read-ahead
+// slot: kept by a step that failed, or by a partition that moved, it
+// would leave every other partition without read-ahead to the end of the
+// run.
+func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *sealed) (handed *sealed, err error) {
+	var next *sealed // the object after cur, once received
+	var e *early     // next's early upload, until openEarly hands it to next
+	why := errStepEnded
+	defer func() {
+		if err != nil {
+			why = err
+		}
+		if handed == nil || err != nil {
+			c.drop(next, e, why)
+			handed = nil
+		}
+		cur.giveBack(why)
+	}()
 	if c.st.Intent == nil {
 		if c.p.outOfTime(ctx) {
 			c.leave(cur, stopDeadline)
@@ -475,19 +498,21 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		}
 		// The run's first object goes early too, held until the write
 		// of its intent is durable.
-		e := c.startEarly(ctx, cur)
+		first := c.startEarly(ctx, cur)
 		if err := c.setIntent(ctx, cur); err != nil {
-			e.abandon(err)
+			first.abandon(err)
 			return nil, err
 		}
-		if err := c.openEarly(cur, e); err != nil {
+		if err := c.openEarly(cur, first); err != nil {
 			return nil, err
 		}
 	}
 	// The next object's upload begins as soon as the reader seals it, even
 	// while cur's is still going: held until complete has recorded its
 	// intent.
-	next, e, received, rerr := c.receiveBeside(ctx, cur, objects)
+	var received bool
+	var rerr error
+	next, e, received, rerr = c.receiveBeside(ctx, cur, objects)
 	if rerr != nil && cur.early != nil {
 		cur.early.cancel(rerr) // as a lease lost during the upload ends it
 	}
@@ -496,7 +521,6 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		next, rerr = c.receive(ctx, objects)
 	}
 	if err != nil {
-		c.drop(next, e, err)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -513,11 +537,12 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 	// Without a next object this is the partition's last state write of
 	// the run: it gives the lease back too.
 	if err := c.complete(ctx, cur, w, next, next == nil); err != nil {
-		e.abandon(err)
 		return nil, errors.Join(err, rerr)
 	}
 	if c.ps.Stopped != "" {
-		e.abandon(errors.New(c.ps.Stopped))
+		// The partition moved (its offset store was refused): next is
+		// not this run's to write.
+		why = errors.New(c.ps.Stopped)
 		return nil, rerr
 	}
 	if err := c.openEarly(next, e); err != nil {
@@ -525,6 +550,10 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 	}
 	return next, rerr
 }
+
+// errStepEnded is why a step abandons what it does not hand on when it
+// ends without an error.
+var errStepEnded = errors.New("the object's step ended")
 
 // receiveBeside waits for the reader's next object while cur's early
 // upload runs, and begins the next one's upload, held at its gate, as soon
@@ -549,7 +578,9 @@ func (c *committer) receiveBeside(ctx context.Context, cur *sealed, objects <-ch
 		}
 	})
 	if err != nil {
-		// The lease could not be kept: the upload ends with the step.
+		// The lease could not be kept: the upload ends with the step, and
+		// an object received as the renewal failed goes back.
+		next.giveBack(err)
 		return nil, nil, true, err
 	}
 	if next != nil && !c.p.outOfTime(ctx) {
@@ -559,12 +590,12 @@ func (c *committer) receiveBeside(ctx context.Context, cur *sealed, objects <-ch
 }
 
 // drop ends an object received but never to be written by this run: its
-// early upload is abandoned (nothing stored) and its records stay in Iggy.
+// early upload (e, or the one handed to it) is abandoned, nothing stored,
+// its accumulator given back, and its records stay in Iggy. Dropping an
+// object again does nothing.
 func (c *committer) drop(s *sealed, e *early, why error) {
 	e.abandon(why)
-	if s != nil {
-		s.done()
-	}
+	s.giveBack(why)
 }
 
 // openEarly lets s's early upload e land, now that its intent is durable,
@@ -592,7 +623,7 @@ func (c *committer) leave(s *sealed, why string) {
 		t := time.UnixMicro(int64(s.ts)).UTC()
 		c.ps.PendingSince = &t
 	}
-	s.done()
+	s.giveBack(errors.New(why))
 }
 
 // setIntent records the object s is about to become.

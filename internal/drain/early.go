@@ -44,7 +44,8 @@ func (c *committer) startEarly(ctx context.Context, s *sealed) *early {
 func (e *early) open() { e.gate.Open() }
 
 // abandon ends the upload, with nothing stored, and waits for it: its
-// intent was not recorded, or the run stops before the object.
+// intent was not recorded, or the run stops before the object. Once it
+// has ended (or was let land), a second call does nothing.
 func (e *early) abandon(why error) {
 	if e == nil {
 		return

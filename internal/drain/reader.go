@@ -24,11 +24,28 @@ type sealed struct {
 	// cause says why a gap's offsets are missing (a Cause constant): it
 	// decides the marker's key.
 	cause string
-	// done gives the accumulator back once the object is uploaded.
+	// done gives the accumulator back once the object is uploaded; call it
+	// through giveBack, which calls it once.
 	done func()
 	// early is the object's upload, begun beside the state write that
 	// recorded its intent (see committer.step); nil when not begun.
 	early *early
+}
+
+// giveBack ends what s still holds, once however many ways out call it:
+// an early upload nothing waited for is abandoned (nothing stored), then
+// the accumulator goes back to the reader; a read-ahead one frees the
+// run's read-ahead slot for every partition.
+func (s *sealed) giveBack(why error) {
+	if s == nil {
+		return
+	}
+	s.early.abandon(why)
+	s.early = nil
+	if done := s.done; done != nil {
+		s.done = nil
+		done()
+	}
 }
 
 func (s *sealed) messages() uint64 {

@@ -63,7 +63,7 @@ func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
 // anywhere before the state records the object makes recovery write the
 // same bytes again.
 func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
-	defer s.done()
+	defer s.giveBack(nil)
 	for revisions := 0; ; revisions++ {
 		w, err := c.uploadOnce(ctx, s)
 		if !errors.Is(err, errBurnt) || revisions == maxRevisions {

@@ -164,7 +164,7 @@ func newWorld(t *testing.T, brokerOpts ...iggytest.Option) *world {
 	}
 	w.logs, w.produced, w.created, w.mu = &testenv.LockedBuffer{}, map[string][][]sent{}, map[string]bool{}, &sync.Mutex{}
 	w.ice = &icebergWorld{t: t}
-	t.Cleanup(func() { w.assertNoSecrets() })
+	t.Cleanup(func() { w.assertNoSecrets(); w.assertReadAheadGivenBack() })
 	return w
 }
 
@@ -565,6 +565,15 @@ func (w *world) assertNoSecrets() {
 		if len(secret) >= 8 && strings.Contains(logs, secret) {
 			w.t.Errorf("a secret appears in the logs")
 		}
+	}
+}
+
+// assertReadAheadGivenBack fails the test when a run of the world ended
+// with a partition keeping the run's read-ahead slot, whatever the test
+// did to it (crashes, faults, moved partitions).
+func (w *world) assertReadAheadGivenBack() {
+	if strings.Contains(w.logs.String(), readAheadKept) {
+		w.t.Errorf("a run ended with its read-ahead slot kept by a partition (%q in the logs)", readAheadKept)
 	}
 }
 

@@ -161,6 +161,14 @@ func (r *Runner) fanOut(ctx context.Context, conn Conn, jobs []job, sum *Summary
 		})
 	}
 	wg.Wait()
+	// Every partition gives the slot back however it ended (committer.step):
+	// one kept would have left the partitions drained after it without
+	// read-ahead, which nothing else shows.
+	select {
+	case readAhead <- struct{}{}:
+	default:
+		r.logger().Error("internal error: the run's read-ahead slot was not given back; the partitions drained after the one that kept it read no object ahead")
+	}
 	return errs, crashed
 }
 

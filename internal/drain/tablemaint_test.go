@@ -1,6 +1,7 @@
 package drain_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +16,13 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/icemaint"
 )
 
 // tableOps is the maintenance an operator runs on a schedule's table
 // between rounds (issue 42): commit retries turned on (as tables with
 // several writers set them), a rollback of one snapshot, snapshot expiry,
-// a compaction. Drawn from a generator of its own, so the schedules keep
+// a compaction (internal/testkit/icemaint). Drawn from a generator of its own, so the schedules keep
 // their other draws.
 type tableOps struct {
 	rng     *rand.Rand
@@ -45,33 +47,30 @@ func (m *model) loadTable(topic string) *table.Table {
 	return tbl
 }
 
-// operate commits one operator action on topic's table, loading it again
-// when a run committed in between (a stalled run may still be going);
-// false when the table does not exist or act has nothing to do.
-func (m *model) operate(topic, what string, act func(tbl *table.Table, tx *table.Transaction) (bool, error)) bool {
+// operate runs one operator action on topic's table, again when a run
+// committed in between (a stalled run may still be going); false when the
+// table does not exist yet or the action has nothing to do.
+func (m *model) operate(topic, what string, act func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error) bool {
+	if m.loadTable(topic) == nil {
+		return false
+	}
 	for attempt := 0; attempt < 5; attempt++ {
-		tbl := m.loadTable(topic)
-		if tbl == nil {
-			return false
-		}
-		tx := tbl.NewTransaction()
-		ok, err := act(tbl, tx)
-		if err != nil {
-			m.t.Fatalf("%s: %v", what, err)
-		}
-		if !ok {
-			return false
-		}
-		if _, err = tx.Commit(context.Background()); err == nil {
+		err := act(context.Background(), m.w.catalog, m.tableIdent(topic))
+		switch {
+		case err == nil:
 			return true
+		case errors.Is(err, errNothingToDo):
+			return false
+		case errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed"):
+			continue
 		}
-		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
-			m.t.Fatalf("%s: commit: %v", what, err)
-		}
+		m.t.Fatalf("%s: %v", what, err)
 	}
 	m.note("an operator's %s lost to the sink's commits five times", what)
 	return false
 }
+
+var errNothingToDo = errors.New("nothing to do")
 
 // maintainTable draws the operator's maintenance of the round.
 func (m *model) maintainTable(round int) {
@@ -79,35 +78,52 @@ func (m *model) maintainTable(round int) {
 		return
 	}
 	o := &m.ops
-	if !o.retries && o.rng.IntN(2) == 0 && m.operate(m.topic, "commit retries", func(_ *table.Table, tx *table.Transaction) (bool, error) {
-		return true, tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: "3", table.CommitMinRetryWaitMsKey: "5", table.CommitMaxRetryWaitMsKey: "20"})
+	if !o.retries && o.rng.IntN(2) == 0 && m.operate(m.topic, "commit retries", func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
+		return icemaint.SetRetries(ctx, cat, ident, 3)
 	}) {
 		o.retries = true
 		m.note("round %d: the table set to retry commits (commit.retry.num-retries 3)", round)
 	}
 	switch o.rng.IntN(4) {
 	case 0:
-		if m.operate(m.topic, "rollback", func(tbl *table.Table, tx *table.Transaction) (bool, error) {
-			cur := tbl.CurrentSnapshot()
-			if cur == nil || cur.ParentSnapshotID == nil {
-				return false, nil
+		if m.operate(m.topic, "rollback", func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
+			if cur := m.loadTable(m.topic).CurrentSnapshot(); cur == nil || cur.ParentSnapshotID == nil {
+				return errNothingToDo
 			}
-			return true, tx.RollbackToSnapshot(*cur.ParentSnapshotID)
+			return icemaint.Rollback(ctx, cat, ident, 1)
 		}) {
 			m.note("round %d: an operator rolled the table back one snapshot", round)
 		}
 	case 1:
-		if m.operate(m.topic, "snapshot expiry", func(tbl *table.Table, tx *table.Transaction) (bool, error) {
-			if lineageWouldBeLost(tbl) {
-				return false, nil
+		if m.operate(m.topic, "snapshot expiry", func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
+			if lineageWouldBeLost(m.loadTable(m.topic)) {
+				return errNothingToDo
 			}
 			// From the metadata only: the files no snapshot references any
 			// more are archive objects (docs/iceberg.md#maintenance).
-			return true, tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0), table.WithPostCommit(false))
+			return icemaint.Expire(ctx, cat, ident, 1, icemaint.KeepFiles())
 		}) {
 			m.note("round %d: an operator expired every snapshot but the current one", round)
 		}
+	case 2:
+		var done icemaint.Compacted
+		if m.operate(m.topic, "compaction", func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
+			if m.loadTable(m.topic).CurrentSnapshot() == nil {
+				return errNothingToDo
+			}
+			var err error
+			done, err = icemaint.Compact(ctx, cat, ident, icemaint.FileProps(m.dataFileProps()))
+			return err
+		}) {
+			m.note("round %d: an operator compacted the table: %d files rewritten into %d", round, len(done.Removed), len(done.Added))
+		}
 	}
+}
+
+// dataFileProps reach the schedule's archive objects (its own S3).
+func (m *model) dataFileProps() iceberg.Properties {
+	return icetable.FileStore{Endpoint: m.set["SINK_ENDPOINT"], Region: m.set["SINK_REGION"], PathStyle: true,
+		AccessKeyID: m.set["SINK_ACCESS_KEY_ID"], SecretAccessKey: m.set["SINK_SECRET_ACCESS_KEY"]}.Props()
 }
 
 // lineageWouldBeLost: the table is rolled back below the snapshot its
@@ -125,9 +141,11 @@ func lineageWouldBeLost(tbl *table.Table) bool {
 	return err == nil && cur.SequenceNumber < seq
 }
 
-// tableAuditCatches injects a fault into the quiescent table — one
-// archived object's file registered a second time, or one removed by an
-// operator — and checks that the table audit reports it, naming the file.
+// tableAuditCatches injects a fault into the quiescent table — one live
+// data file registered a second time, or one removed by an operator — and
+// checks that the table audit reports it: naming the file when it is an
+// archive object, the offsets (and their objects) when it is a
+// compaction's file.
 func (m *model) tableAuditCatches(s *app.Sink, reports []audit.Report) {
 	if !m.iceberg {
 		return
@@ -138,16 +156,23 @@ func (m *model) tableAuditCatches(s *app.Sink, reports []audit.Report) {
 	if twice {
 		what = "registered twice"
 	}
-	if !m.operate(m.topic, "a file "+what, func(tbl *table.Table, tx *table.Transaction) (bool, error) {
+	if !m.operate(m.topic, "a file "+what, func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
+		tbl := m.loadTable(m.topic)
 		files, err := liveDataFiles(tbl)
 		if err != nil || len(files) == 0 {
-			return false, err
+			return cmp.Or(err, errNothingToDo)
 		}
 		victim = files[m.ops.rng.IntN(len(files))]
+		tx := tbl.NewTransaction()
 		if twice {
-			return true, tx.AddDataFiles(context.Background(), []iceberg.DataFile{victim}, nil, table.WithoutDuplicateCheck())
+			err = tx.AddDataFiles(ctx, []iceberg.DataFile{victim}, nil, table.WithoutDuplicateCheck())
+		} else {
+			err = tx.ReplaceDataFilesWithDataFiles(ctx, []iceberg.DataFile{victim}, nil, nil)
 		}
-		return true, tx.ReplaceDataFilesWithDataFiles(context.Background(), []iceberg.DataFile{victim}, nil, nil)
+		if err == nil {
+			_, err = tx.Commit(ctx)
+		}
+		return err
 	}) {
 		return
 	}
@@ -157,17 +182,21 @@ func (m *model) tableAuditCatches(s *app.Sink, reports []audit.Report) {
 	}
 	var found []string
 	for _, tr := range tables {
-		found = append(found, tr.Missing...)
-		found = append(found, tr.Twice...)
+		if twice {
+			found = append(found, tr.Twice...)
+		} else {
+			found = append(found, tr.Missing...)
+		}
 	}
-	caught := false
+	archived := strings.HasPrefix(victim.FilePath(), "s3://"+m.set["SINK_BUCKET"]+"/")
+	caught := len(found) > 0 && !archived
 	for _, f := range found {
 		caught = caught || strings.Contains(f, victim.FilePath())
 	}
 	if !caught {
-		m.t.Fatalf("seed %d: the table audit did not report %s %s: %q", m.seed, victim.FilePath(), what, found)
+		m.t.Fatalf("seed %d: the table audit did not report %s %s (an archive object: %v): %q", m.seed, victim.FilePath(), what, archived, found)
 	}
-	m.note("the table audit reported %s %s", victim.FilePath(), what)
+	m.note("the table audit reported %s %s: %s", victim.FilePath(), what, strings.Join(found, "; "))
 }
 
 // liveDataFiles are the data files of the table's current snapshot.

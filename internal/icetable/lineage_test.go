@@ -19,6 +19,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/gluelock"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/icemaint"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -106,30 +107,29 @@ func (l *kindLake) operate(t *testing.T, what string, act func(tbl *table.Table,
 
 // setRetries sets commit.retry.* as tables with several writers commonly do.
 func (l *kindLake) setRetries(t *testing.T, n int) {
-	l.operate(t, "set commit.retry.num-retries", func(_ *table.Table, tx *table.Transaction) error {
-		return tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(n), table.CommitMinRetryWaitMsKey: "10", table.CommitMaxRetryWaitMsKey: "50"})
-	})
+	t.Helper()
+	if err := icemaint.SetRetries(context.Background(), l.cat, appLogs, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // rollback rolls the main branch back one snapshot, as Athena, Spark or
 // pyiceberg do it.
 func (l *kindLake) rollback(t *testing.T) {
-	l.operate(t, "roll back one snapshot", func(tbl *table.Table, tx *table.Transaction) error {
-		cur := tbl.CurrentSnapshot()
-		if cur == nil || cur.ParentSnapshotID == nil {
-			return errors.New("no parent snapshot to roll back to")
-		}
-		return tx.RollbackToSnapshot(*cur.ParentSnapshotID)
-	})
+	t.Helper()
+	if err := icemaint.Rollback(context.Background(), l.cat, appLogs, 1); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // expire expires every snapshot but the current one, from the metadata
 // only (as pyiceberg does): deleting the files no snapshot references
 // would delete archive objects, which the table registers in place.
 func (l *kindLake) expire(t *testing.T) {
-	l.operate(t, "expire snapshots", func(_ *table.Table, tx *table.Transaction) error {
-		return tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0), table.WithPostCommit(false))
-	})
+	t.Helper()
+	if err := icemaint.Expire(context.Background(), l.cat, appLogs, 1, icemaint.KeepFiles()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // held counts each live data file of the table's current snapshot.

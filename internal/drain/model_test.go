@@ -44,7 +44,7 @@ import (
 // max_poll_bytes; payloads that are not JSON sent to error objects whose
 // writes fail like any other (issue 21's schedule classes); with an Iceberg
 // table, an operator's maintenance between rounds: commit retries turned
-// on, a rollback, snapshot expiry (issue 42). Each schedule
+// on, a rollback, snapshot expiry, a compaction (issue 42). Each schedule
 // then runs to quiescence and must hold the guarantee: every offset of every
 // partition in exactly one object or gap marker, per incarnation, with the
 // right payload, every rejected one in its data object's error object, and a
@@ -52,8 +52,9 @@ import (
 // twice on purpose.
 //
 // MODEL_SEEDS=n runs seeds 1..n (default 300); MODEL_SEED=s runs seed s
-// alone. A failing seed prints the command that replays it, and its
-// schedule (MODEL_SCHEDULE=1 prints every seed's).
+// alone; MODEL_TABLES=all gives every schedule a table. A failing seed
+// prints the command that replays it, and its schedule (MODEL_SCHEDULE=1
+// prints every seed's).
 func TestModel(t *testing.T) {
 	if os.Getenv("IGGY_TEST_ADDRESS") != "" {
 		t.Skip("needs the in-repo broker's retention and connection hooks; IGGY_TEST_ADDRESS points at a real server")
@@ -182,10 +183,11 @@ func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 		m.set["SINK_INVALID_PAYLOAD"] = "error_object"
 		m.note("invalid_payload error_object, with payloads that are not JSON")
 	}
-	// One schedule in four also registers its Parquet objects in an
-	// Iceberg table (drawn apart from rng, so the others keep their
-	// schedules); every format change is then a Parquet one.
-	if lake != nil && seed%4 == 1 {
+	// One schedule in four (every one with MODEL_TABLES=all) also
+	// registers its Parquet objects in an Iceberg table (drawn apart from
+	// rng, so the others keep their schedules); every format change is
+	// then a Parquet one.
+	if lake != nil && (seed%4 == 1 || os.Getenv("MODEL_TABLES") == "all") {
 		m.iceberg = true
 		m.set["SINK_TABLE_FORMAT"] = "iceberg"
 		m.set["SINK_ICEBERG_CATALOG"] = "rest"

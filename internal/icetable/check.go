@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -33,15 +34,16 @@ import (
 // that is one of the archive's objects stands for that object's rows (the
 // cheap path, all a table the sink alone wrote needs). A file that is not
 // (a compaction's rewrite of several objects' rows, or a foreign file) is
-// judged by its manifest entry: its partition_id and offset bounds name
-// the objects it may hold, and a record count equal to their rows (read
-// from their footers), with no other file overlapping, proves each of
-// them held once. Only where the bounds cannot decide (a count that does
-// not add up, spans that overlap, a file of several partitions, bounds
-// missing) are the file's partition_id and offset columns read, and the
-// offsets counted. A count that adds up cannot tell a row dropped from a
-// row doubled within the same file: a rewrite that did both is not found
-// without reading it.
+// judged by its manifest entry: its partition_id, offset and timestamp
+// bounds say which objects it may hold, and when it wholly holds them, no
+// other file and no object's own file meets its bounds, and its record
+// count equals their rows (read from their footers, with their times),
+// each of them is in it once. Only where the bounds cannot decide (a count
+// that does not add up, bounds that meet another file's or cut through an
+// object, bounds missing) are the file's key columns read and its offsets
+// counted. A count that adds up cannot tell a row dropped from a row
+// doubled within the same file: a rewrite that did both is found only by
+// reading it.
 //
 // through, when it has a partition, is how far the sink's state records it
 // archived: a table behind it is noted ("behind"), not a violation, since
@@ -162,13 +164,43 @@ func liveDataFiles(ctx context.Context, r *Registrar, tbl *table.Table, snap *ta
 	return out, nil
 }
 
-// Key columns: what identifies a row of the archive.
+// Key columns: what identifies a row of the archive, and the server time
+// tables are partitioned by.
 const (
 	colStream    = "stream"
 	colTopic     = "topic"
 	colPartition = "partition_id"
 	colOffset    = "offset"
 )
+
+// box is what bounds say of some rows: a range in each dimension, or
+// nothing when the dimension is not known (any value).
+type box struct {
+	names    [2]string // stream, topic
+	namesOK  bool
+	pLo, pHi int64 // partition_id
+	pOK      bool
+	lo, hi   uint64 // offset
+	offOK    bool
+	tLo, tHi int64 // the timestamp column (µs)
+	tOK      bool
+}
+
+// meets reports whether a row may lie in both boxes.
+func (b box) meets(o box) bool {
+	return (!b.namesOK || !o.namesOK || b.names == o.names) &&
+		(!b.pOK || !o.pOK || b.pLo <= o.pHi && o.pLo <= b.pHi) &&
+		(!b.offOK || !o.offOK || b.lo <= o.hi && o.lo <= b.hi) &&
+		(!b.tOK || !o.tOK || b.tLo <= o.tHi && o.tLo <= b.tHi)
+}
+
+// contains reports whether every row o allows lies in b.
+func (b box) contains(o box) bool {
+	return b.namesOK && o.namesOK && b.names == o.names &&
+		b.pOK && o.pOK && b.pLo <= o.pLo && o.pHi <= b.pHi &&
+		b.offOK && o.offOK && b.lo <= o.lo && o.hi <= b.hi &&
+		(!b.tOK || o.tOK && b.tLo <= o.tLo && o.tHi <= b.tHi)
+}
 
 // object is one archived data object within a registered range.
 type object struct {
@@ -180,12 +212,16 @@ type object struct {
 	// by is the rewritten file whose bounds and count prove it holds the
 	// object's rows.
 	by *rewritten
-	// rows is the object's row count (its footer; -1 until read), offs the
-	// offsets it holds when that is fewer than its range (records that
-	// went to the error object), read on demand.
+	// rows is the object's row count (the table's entry of its file, else
+	// its footer; -1 until read), offs the offsets it holds when that is
+	// fewer than its range (records that went to the error object), read
+	// on demand.
 	rows     int64
 	offs     []uint64
 	offsRead bool
+	// box: its partition and range, and its server times (the entry's
+	// bounds, else its footer's statistics).
+	box box
 }
 
 func (o *object) span() int64 { return int64(o.it.Last-o.it.First) + 1 }
@@ -197,22 +233,12 @@ func (o *object) covers(off uint64) bool { return o.it.First <= off && off <= o.
 type rewritten struct {
 	df    iceberg.DataFile
 	times int // the table's entries of it
-	key   fileKey
-	objs  []*object // the objects of its partition its offset bounds overlap
+	box   box
+	objs  []*object // the objects with rows its box meets
 	// foreign: by its bounds, none of its rows is an archived offset.
 	foreign bool
 	proven  bool
 	why     string // why its rows are read: what the bounds could not decide
-}
-
-// fileKey is what a file's bounds say of its rows.
-type fileKey struct {
-	id             PartitionID
-	idOK           bool // every row is of partition id
-	partLo, partHi int64
-	partOK         bool // partition_id bounds, no nulls
-	lo, hi         uint64
-	offOK          bool // offset bounds, no nulls
 }
 
 // coverage proves a table's rows against the archive.
@@ -229,8 +255,8 @@ type coverage struct {
 	byGen map[PartitionID]map[uint32][]*object
 	gens  map[PartitionID][][]*object
 
-	fields struct{ stream, topic, partition, offset int } // field ids, 0 when absent
-	topics map[[2]string]bool                             // the registered partitions' streams and topics
+	fields struct{ stream, topic, partition, offset, timestamp int } // field ids, 0 when absent
+	topics map[[2]string]bool                                        // the registered partitions' streams and topics
 
 	stores *storeIO
 }
@@ -239,7 +265,8 @@ func newCoverage(ctx context.Context, r *Registrar, tbl *table.Table, ranges Ran
 	c := &coverage{ctx: ctx, r: r, tbl: tbl, ranges: ranges, byPath: map[string]*object{},
 		byGen: map[PartitionID]map[uint32][]*object{}, topics: map[[2]string]bool{}}
 	sc := tbl.Schema()
-	for name, id := range map[string]*int{colStream: &c.fields.stream, colTopic: &c.fields.topic, colPartition: &c.fields.partition, colOffset: &c.fields.offset} {
+	for name, id := range map[string]*int{colStream: &c.fields.stream, colTopic: &c.fields.topic, colPartition: &c.fields.partition,
+		colOffset: &c.fields.offset, TimestampColumn: &c.fields.timestamp} {
 		if f, ok := sc.FindFieldByName(name); ok {
 			*id = f.ID
 		}
@@ -253,6 +280,8 @@ func newCoverage(ctx context.Context, r *Registrar, tbl *table.Table, ranges Ran
 
 func (c *coverage) addObject(id PartitionID, it Item) {
 	o := &object{id: id, it: it, path: c.r.Path(it.Key), rows: -1}
+	o.box = box{names: [2]string{id.Stream, id.Topic}, namesOK: true, pLo: int64(id.Partition), pHi: int64(id.Partition), pOK: true,
+		lo: it.First, hi: it.Last, offOK: true}
 	c.objects = append(c.objects, o)
 	c.byPath[o.path] = o
 	gens := c.byGen[id]
@@ -276,19 +305,6 @@ func (c *coverage) generations(id PartitionID) [][]*object {
 		c.gens[id] = lists
 	}
 	return lists
-}
-
-// overlapping lists the objects of id whose range meets lo..hi.
-func (c *coverage) overlapping(id PartitionID, lo, hi uint64) []*object {
-	var out []*object
-	for _, list := range c.generations(id) {
-		for _, o := range list {
-			if o.it.First <= hi && o.it.Last >= lo {
-				out = append(out, o)
-			}
-		}
-	}
-	return out
 }
 
 // holders lists the objects of id that hold offset off (one per
@@ -326,7 +342,7 @@ func (c *coverage) holds(o *object, off uint64) (bool, error) {
 		return false, nil
 	}
 	if o.rows < 0 {
-		if err := c.readRows([]*object{o}); err != nil {
+		if err := c.readFooters([]*object{o}); err != nil {
 			return false, err
 		}
 	}
@@ -348,54 +364,51 @@ func (c *coverage) holds(o *object, off uint64) (bool, error) {
 	return found, nil
 }
 
-// readRows reads the objects' row counts from their footers.
-func (c *coverage) readRows(objs []*object) error {
+// readFooters reads the objects' row counts and server times from their
+// footers.
+func (c *coverage) readFooters(objs []*object) error {
 	return forEach(len(objs), func(i int) error {
-		n, err := c.stores.numRows(objs[i].path)
+		o := objs[i]
+		n, tLo, tHi, tOK, err := c.stores.footer(o.path)
 		if err != nil {
-			return fmt.Errorf("read the footer of %s: %w", objs[i].path, err)
+			return fmt.Errorf("read the footer of %s: %w", o.path, err)
 		}
-		objs[i].rows = n
+		o.rows = n
+		o.box.tLo, o.box.tHi, o.box.tOK = tLo, tHi, tOK
 		return nil
 	})
 }
 
-// keyOf reads what a data file's manifest entry says of its rows.
-func (c *coverage) keyOf(df iceberg.DataFile) fileKey {
-	var k fileKey
+// boxOf reads what a data file's manifest entry says of its rows.
+func (c *coverage) boxOf(df iceberg.DataFile) box {
+	var b box
 	lower, upper, nulls := df.LowerBoundValues(), df.UpperBoundValues(), df.NullValueCounts()
 	noNulls := func(field int) bool {
 		n, ok := nulls[field]
 		return field != 0 && ok && n == 0
 	}
-	if noNulls(c.fields.offset) {
-		lo, ok1 := decodeInt(lower[c.fields.offset])
-		hi, ok2 := decodeInt(upper[c.fields.offset])
-		if ok1 && ok2 && lo >= 0 && lo <= hi {
-			k.lo, k.hi, k.offOK = uint64(lo), uint64(hi), true
+	ints := func(field int) (lo, hi int64, ok bool) {
+		if !noNulls(field) {
+			return 0, 0, false
 		}
+		lo, ok1 := decodeInt(lower[field])
+		hi, ok2 := decodeInt(upper[field])
+		return lo, hi, ok1 && ok2 && lo <= hi
 	}
-	var partition uint32
-	partitionOK := false
-	if noNulls(c.fields.partition) {
-		lo, ok1 := decodeInt(lower[c.fields.partition])
-		hi, ok2 := decodeInt(upper[c.fields.partition])
-		if ok1 && ok2 && lo <= hi {
-			k.partLo, k.partHi, k.partOK = lo, hi, true
-			if lo == hi && lo >= 0 && lo <= 1<<32-1 {
-				partition, partitionOK = uint32(lo), true
-			}
-		}
-	} else if c.fields.partition == 0 && len(c.ranges) == 1 {
+	if lo, hi, ok := ints(c.fields.offset); ok && lo >= 0 {
+		b.lo, b.hi, b.offOK = uint64(lo), uint64(hi), true
+	}
+	if c.fields.partition != 0 {
+		b.pLo, b.pHi, b.pOK = ints(c.fields.partition)
+	} else if len(c.ranges) == 1 {
 		for id := range c.ranges {
-			partition, partitionOK = id.Partition, true
+			b.pLo, b.pHi, b.pOK = int64(id.Partition), int64(id.Partition), true
 		}
 	}
-	var names [2]string
-	namesOK := false
+	b.tLo, b.tHi, b.tOK = ints(c.fields.timestamp)
 	if len(c.topics) == 1 {
 		for t := range c.topics {
-			names, namesOK = t, true
+			b.names, b.namesOK = t, true
 		}
 	} else if noNulls(c.fields.stream) && noNulls(c.fields.topic) {
 		// Equal bounds are the value itself: a truncated upper bound is
@@ -403,13 +416,10 @@ func (c *coverage) keyOf(df iceberg.DataFile) fileKey {
 		sl, su := lower[c.fields.stream], upper[c.fields.stream]
 		tl, tu := lower[c.fields.topic], upper[c.fields.topic]
 		if sl != nil && tl != nil && bytes.Equal(sl, su) && bytes.Equal(tl, tu) {
-			names, namesOK = [2]string{string(sl), string(tl)}, true
+			b.names, b.namesOK = [2]string{string(sl), string(tl)}, true
 		}
 	}
-	if partitionOK && namesOK {
-		k.id, k.idOK = PartitionID{names[0], names[1], partition}, true
-	}
-	return k
+	return b
 }
 
 // decodeInt reads an int or long bound (Iceberg's single-value
@@ -422,19 +432,6 @@ func decodeInt(b []byte) (int64, bool) {
 		return int64(int32(binary.LittleEndian.Uint32(b))), true
 	}
 	return 0, false
-}
-
-// mayHold reports whether file g may hold rows of f's partition within
-// f's offsets.
-func mayHold(g, f *rewritten) bool {
-	gk, fk := g.key, f.key
-	if gk.idOK && gk.id != fk.id {
-		return false
-	}
-	if !gk.idOK && gk.partOK && (int64(fk.id.Partition) < gk.partLo || int64(fk.id.Partition) > gk.partHi) {
-		return false
-	}
-	return !gk.offOK || gk.lo <= fk.hi && gk.hi >= fk.lo
 }
 
 // prove fills rep's findings: the files of the table against the objects.
@@ -450,7 +447,10 @@ func (c *coverage) prove(live []iceberg.DataFile, rep *audit.TableReport) error 
 		}
 		if o := c.byPath[p]; o != nil {
 			o.own++
-			o.rows = df.Count() // the rows the table has of it
+			// The rows and times the table has of it.
+			o.rows = df.Count()
+			own := c.boxOf(df)
+			o.box.tLo, o.box.tHi, o.box.tOK = own.tLo, own.tHi, own.tOK
 			continue
 		}
 		f := byPath[p]
@@ -466,31 +466,6 @@ func (c *coverage) prove(live []iceberg.DataFile, rep *audit.TableReport) error 
 			rep.Twice = append(rep.Twice, fmt.Sprintf("%s (%d times)", o.path, o.own))
 		}
 	}
-	// What the bounds say of each rewritten file.
-	var active []*rewritten // files that may hold archived rows
-	for _, f := range rws {
-		if f.df.Count() == 0 {
-			continue // no rows
-		}
-		if c.fields.offset == 0 {
-			f.foreign = true // the table has no offsets: no row is an archived one
-		}
-		f.key = c.keyOf(f.df)
-		if f.key.idOK {
-			if _, registered := c.ranges[f.key.id]; !registered {
-				f.foreign = true
-			} else if f.key.offOK {
-				if f.objs = c.overlapping(f.key.id, f.key.lo, f.key.hi); len(f.objs) == 0 {
-					f.foreign = true
-				}
-			}
-		}
-		if f.foreign {
-			rep.Outside = append(rep.Outside, f.df.FilePath())
-			continue
-		}
-		active = append(active, f)
-	}
 	// The objects not in the table as their own file: their rows must be
 	// in rewritten files (or be none).
 	var counted []*object
@@ -499,8 +474,29 @@ func (c *coverage) prove(live []iceberg.DataFile, rep *audit.TableReport) error 
 			counted = append(counted, o)
 		}
 	}
-	if err := c.readRows(counted); err != nil {
+	if err := c.readFooters(counted); err != nil {
 		return err
+	}
+	// What the bounds say of each rewritten file: the objects it may hold.
+	var active []*rewritten // files that may hold archived rows
+	for _, f := range rws {
+		if f.df.Count() == 0 {
+			continue // no rows
+		}
+		f.box = c.boxOf(f.df)
+		for _, o := range c.objects {
+			if o.rows != 0 && f.box.meets(o.box) {
+				f.objs = append(f.objs, o)
+			}
+		}
+		if c.fields.offset == 0 || len(f.objs) == 0 {
+			// No offsets in the table, or none of the objects: no row is
+			// an archived one.
+			f.foreign = true
+			rep.Outside = append(rep.Outside, f.df.FilePath())
+			continue
+		}
+		active = append(active, f)
 	}
 	// The bounds and counts prove a file where it alone can hold its
 	// objects' rows and holds as many rows as they have.
@@ -526,30 +522,30 @@ func (c *coverage) prove(live []iceberg.DataFile, rep *audit.TableReport) error 
 // objects' rows once ("" when they do).
 func (c *coverage) unproven(f *rewritten, active []*rewritten) string {
 	switch {
-	case !f.key.offOK:
-		return "no offset bounds"
-	case !f.key.idOK:
-		return "its bounds span partitions"
+	case !f.box.offOK:
+		return "it has no offset bounds"
+	case !f.box.pOK || !f.box.namesOK:
+		return "its bounds do not say which partitions its rows are of"
 	case f.times != 1:
 		return fmt.Sprintf("the table has it %d times", f.times)
 	}
 	var sum int64
 	for _, o := range f.objs {
 		switch {
-		case o.own > 0 && o.rows != 0:
-			return "it overlaps " + o.path + ", in the table as its own file"
-		case o.it.First < f.key.lo || o.it.Last > f.key.hi:
+		case o.own > 0:
+			return "its bounds meet " + o.path + ", in the table as its own file"
+		case !f.box.contains(o.box):
 			return "its bounds hold part of " + o.path
 		}
 		sum += o.rows
 	}
 	for _, g := range active {
-		if g != f && mayHold(g, f) {
-			return "its bounds overlap " + g.df.FilePath() + "'s"
+		if g != f && g.box.meets(f.box) {
+			return "its bounds meet " + g.df.FilePath() + "'s"
 		}
 	}
 	if sum != f.df.Count() {
-		return fmt.Sprintf("it has %d rows, the objects its bounds span %d", f.df.Count(), sum)
+		return fmt.Sprintf("it has %d rows, the objects its bounds hold %d", f.df.Count(), sum)
 	}
 	return ""
 }
@@ -829,23 +825,46 @@ func (s *storeIO) fs(path string, table bool) (iceio.IO, error) {
 	return fs, nil
 }
 
-// numRows reads an archived object's row count from its footer.
-func (s *storeIO) numRows(path string) (int64, error) {
+// footer reads an archived object's row count, and the range of its
+// timestamp column from its row groups' statistics (ok false when it has
+// none).
+func (s *storeIO) footer(path string) (rows, tLo, tHi int64, tOK bool, err error) {
 	fs, err := s.fs(path, false)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, false, err
 	}
 	f, err := fs.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, false, err
 	}
 	rdr, err := file.NewParquetReader(f)
 	if err != nil {
 		f.Close()
-		return 0, err
+		return 0, 0, 0, false, err
 	}
 	defer rdr.Close()
-	return rdr.NumRows(), nil
+	meta := rdr.MetaData()
+	col := meta.Schema.ColumnIndexByName(TimestampColumn)
+	tOK = col >= 0 && meta.NumRowGroups() > 0
+	for i := 0; tOK && i < meta.NumRowGroups(); i++ {
+		cc, err := meta.RowGroup(i).ColumnChunk(col)
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		st, err := cc.Statistics()
+		i64, ok := st.(*metadata.Int64Statistics)
+		if err != nil || !ok || !i64.HasMinMax() || i64.NullCount() > 0 {
+			tOK = false
+			break
+		}
+		if i == 0 || i64.Min() < tLo {
+			tLo = i64.Min()
+		}
+		if i == 0 || i64.Max() > tHi {
+			tHi = i64.Max()
+		}
+	}
+	return rdr.NumRows(), tLo, tHi, tOK, nil
 }
 
 // objectOffsets reads the offset column of an archived object.

@@ -29,6 +29,31 @@ type topicLake struct {
 	topic string
 	// reads are the files the last audit read the offsets of (its log).
 	reads []string
+	// hourly: the table is partitioned by hour(timestamp); partition 0's
+	// offsets are an hour later every ten, partition 1's 10..19 two hours
+	// after its 0..9 (so that files of two hours meet in their offsets and
+	// partitions, and only their times part them).
+	hourly bool
+}
+
+func (l *topicLake) reg() *icetable.Registrar {
+	r := l.registrar(l.cat)
+	if l.hourly {
+		r.Partition = "hour"
+	}
+	return r
+}
+
+func (l *topicLake) ts(p uint32, off uint64) uint64 {
+	hour := uint64(0)
+	switch {
+	case !l.hourly:
+	case p == 1 && off >= 10:
+		hour = 2
+	default:
+		hour = off / 10
+	}
+	return 1_700_000_000_000_000 + hour*3600_000_000 + off
 }
 
 func (l *topicLake) id(p uint32) icetable.PartitionID {
@@ -59,7 +84,7 @@ func (l *topicLake) archive(t *testing.T, p uint32, first, last uint64, rejected
 	}
 	for off := first; off <= last; off++ {
 		if kept(off) {
-			if err := enc.Write(&parquet.Record{Offset: off, Timestamp: 1_700_000_000_000_000 + off, Payload: payload(p, off, false)}); err != nil {
+			if err := enc.Write(&parquet.Record{Offset: off, Timestamp: l.ts(p, off), Payload: payload(p, off, false)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -90,7 +115,7 @@ func (l *topicLake) register(t *testing.T, through uint64, partitions ...uint32)
 	for _, p := range partitions {
 		targets[l.id(p)] = icetable.Target{Through: icetable.Position{Last: through}}
 	}
-	res, err := l.registrar(l.cat).Register(context.Background(), targets)
+	res, err := l.reg().Register(context.Background(), targets)
 	if err != nil {
 		t.Fatalf("register through %d: %v", through, err)
 	}
@@ -104,7 +129,7 @@ func (l *topicLake) audit(t *testing.T, partitions ...uint32) audit.TableReport 
 	for _, p := range partitions {
 		ids = append(ids, l.id(p))
 	}
-	r := l.registrar(l.cat)
+	r := l.reg()
 	var log bytes.Buffer
 	r.Log = slog.New(slog.NewJSONHandler(&log, nil))
 	reps, err := r.Check(context.Background(), ids, nil)
@@ -220,8 +245,44 @@ func TestCompactedTableAudits(t *testing.T) {
 			if !rep.OK() || rep.Files != 1 && rep.Files != 2 { // the empty object's file may stay
 				t.Fatalf("after a compaction of both partitions: %+v", rep)
 			}
-			if len(l.reads) != 1 || !strings.Contains(l.reads[0], "its bounds span partitions") {
-				t.Errorf("the audit read %q, want the compacted file, which holds two partitions", l.reads)
+			if len(l.reads) != 0 {
+				t.Errorf("the audit read rows where the bounds decide: %q", l.reads)
+			}
+		}},
+		{"hourly table compacted", func(t *testing.T, l *topicLake) {
+			tbl, err := l.cat.LoadTable(context.Background(), l.ident())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec := tbl.Spec(); spec.NumFields() != 1 {
+				t.Fatalf("the table's spec is %v, want hour(timestamp)", spec)
+			}
+			res := l.compact(t)
+			if len(res.Added) != 3 {
+				t.Fatalf("compaction: %d files added, want one per hour", len(res.Added))
+			}
+			rep := l.audit(t, 0, 1)
+			if !rep.OK() {
+				t.Fatalf("after a compaction of an hourly table: %+v", rep)
+			}
+			if len(l.reads) != 0 {
+				t.Errorf("the audit read rows where the bounds decide: %q", l.reads)
+			}
+		}},
+		{"compact objects apart", func(t *testing.T, l *topicLake) {
+			// Objects 0..9 and 25..29 in one file: its bounds meet 10..19,
+			// which is in the table as its own file, so its rows are read.
+			apart := map[string]bool{}
+			for _, it := range []icetable.Item{l.objects[l.id(0)][0], l.objects[l.id(0)][3]} {
+				apart["s3://"+bucket+"/"+it.Key] = true
+			}
+			res := l.compact(t, icemaint.Only(func(df iceberg.DataFile) bool { return apart[df.FilePath()] }))
+			rep := l.audit(t, 0, 1)
+			if !rep.OK() {
+				t.Fatalf("after a compaction of objects 0..9 and 25..29: %+v", rep)
+			}
+			if len(l.reads) != 1 || !strings.Contains(l.reads[0], res.Added[0].FilePath()) || !strings.Contains(l.reads[0], "in the table as its own file") {
+				t.Errorf("the audit read %q, want the compacted file, whose bounds meet an object's own file", l.reads)
 			}
 		}},
 		{"compaction drops rows", func(t *testing.T, l *topicLake) {
@@ -299,7 +360,7 @@ func TestCompactedTableAudits(t *testing.T) {
 			base := newKindLake(t, kind)
 			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					l := &topicLake{kindLake: base, topic: fmt.Sprintf("t%d", i)}
+					l := &topicLake{kindLake: base, topic: fmt.Sprintf("t%d", i), hourly: strings.HasPrefix(c.name, "hourly")}
 					l.standard(t)
 					c.run(t, l)
 				})

@@ -793,6 +793,7 @@ type storeIO struct {
 	tbl   *table.Table
 
 	mu     sync.Mutex
+	home   iceio.IO // the table's
 	others map[string]iceio.IO
 	reader *table.Table // tbl reading through this storeIO
 }
@@ -809,11 +810,18 @@ func storeRoot(path string) string {
 // set, else one of the sink's file properties.
 func (s *storeIO) fs(path string, table bool) (iceio.IO, error) {
 	root := storeRoot(path)
-	if table && root == s.root {
-		return s.tbl.FS(s.ctx)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if table && root == s.root {
+		if s.home == nil {
+			home, err := s.tbl.FS(s.ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.home = home
+		}
+		return s.home, nil
+	}
 	if fs, ok := s.others[root]; ok {
 		return fs, nil
 	}

@@ -657,14 +657,31 @@ func (c *coverage) count(read []*rewritten, rep *audit.TableReport) error {
 					foreign[h.file].n++
 				}
 			case have < want:
+				// Rows carry no generation: when objects of several
+				// generations hold the offset and none is a file of the
+				// table, the rows read cannot say whose are missing.
+				var unproven []*object
 				for _, o := range holders {
 					if o.own == 0 && o.by == nil {
-						missing.add(o.path, off, func(offs string) string {
-							return fmt.Sprintf("%s (partition %s, offsets %s of its %d..%d)", o.path, id, offs, o.it.First, o.it.Last)
-						})
-						break
+						unproven = append(unproven, o)
 					}
 				}
+				if len(unproven) == 1 {
+					o := unproven[0]
+					missing.add(o.path, off, func(offs string) string {
+						return fmt.Sprintf("%s (partition %s, offsets %s of its %d..%d)", o.path, id, offs, o.it.First, o.it.Last)
+					})
+					break
+				}
+				var paths []string
+				for _, o := range unproven {
+					paths = append(paths, o.path)
+				}
+				candidates := strings.Join(paths, ", ")
+				short := want - have
+				missing.add(id.String()+" "+strconv.Itoa(short)+" "+candidates, off, func(offs string) string {
+					return fmt.Sprintf("partition %s, offsets %s: %d of %d copies in the table, the rest of one or more of %s", id, offs, have, want, candidates)
+				})
 			case have > want:
 				where := timesIn(in)
 				doubled.add(id.String()+" "+strconv.Itoa(have)+" "+where, off, func(offs string) string {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -160,7 +159,7 @@ func (m *model) tableAuditCatches(s *app.Sink, reports []audit.Report) {
 	}
 	if !m.operate(m.topic, "a file "+what, func(ctx context.Context, cat icemaint.Catalog, ident table.Identifier) error {
 		tbl := m.loadTable(m.topic)
-		files, err := liveDataFiles(tbl)
+		files, err := icemaint.DataFiles(tbl)
 		// A file of no rows (every record in the error object) lacks nothing.
 		files = slices.DeleteFunc(files, func(df iceberg.DataFile) bool { return df.Count() == 0 })
 		if err != nil || len(files) == 0 {
@@ -201,34 +200,4 @@ func (m *model) tableAuditCatches(s *app.Sink, reports []audit.Report) {
 		m.t.Fatalf("seed %d: the table audit did not report %s %s (an archive object: %v): %q", m.seed, victim.FilePath(), what, archived, found)
 	}
 	m.note("the table audit reported %s %s: %s", victim.FilePath(), what, strings.Join(found, "; "))
-}
-
-// liveDataFiles are the data files of the table's current snapshot.
-func liveDataFiles(tbl *table.Table) ([]iceberg.DataFile, error) {
-	snap := tbl.CurrentSnapshot()
-	if snap == nil {
-		return nil, nil
-	}
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	manifests, err := snap.Manifests(fsys)
-	if err != nil {
-		return nil, err
-	}
-	var out []iceberg.DataFile
-	for _, mf := range manifests {
-		if mf.ManifestContent() != iceberg.ManifestContentData {
-			continue
-		}
-		entries, err := mf.FetchEntries(fsys, true)
-		if err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", mf.FilePath(), err)
-		}
-		for _, e := range entries {
-			out = append(out, e.DataFile())
-		}
-	}
-	return out, nil
 }

@@ -136,30 +136,13 @@ func (l *kindLake) expire(t *testing.T) {
 func (l *kindLake) held(t *testing.T) map[string]int {
 	t.Helper()
 	tbl := l.table(t)
+	files, err := icemaint.DataFiles(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]int{}
-	snap := tbl.CurrentSnapshot()
-	if snap == nil {
-		return out
-	}
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifests, err := snap.Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			continue
-		}
-		entries, err := m.FetchEntries(fsys, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			out[e.DataFile().FilePath()]++
-		}
+	for _, df := range files {
+		out[df.FilePath()]++
 	}
 	return out
 }

@@ -347,3 +347,35 @@ func Offsets(ctx context.Context, cat Catalog, ident table.Identifier, fileProps
 	}
 	return out, nil
 }
+
+// DataFiles lists the live data files of the table's current snapshot
+// from its manifests (a scan would pass over files of no rows), each once
+// per manifest entry; none for a table without snapshots.
+func DataFiles(tbl *table.Table) ([]iceberg.DataFile, error) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return nil, nil
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	var out []iceberg.DataFile
+	for _, mf := range manifests {
+		if mf.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := mf.FetchEntries(fsys, true)
+		if err != nil {
+			return nil, fmt.Errorf("icemaint: manifest %s: %w", mf.FilePath(), err)
+		}
+		for _, e := range entries {
+			out = append(out, e.DataFile())
+		}
+	}
+	return out, nil
+}

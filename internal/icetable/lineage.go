@@ -17,11 +17,17 @@ import (
 // snapshot it was pinned to.
 const RangesSnapshotProperty = "iggy-s3-sink.ranges-snapshot"
 
+// RangesParentProperty is the snapshot summary key holding, beside
+// RangesProperty, the positions of the snapshot a commit was made on (its
+// parent): a rollback to that parent after the history below it expired
+// is read from it.
+const RangesParentProperty = "iggy-s3-sink.ranges-parent"
+
 // ErrLineageLost reports a table whose current snapshot neither descends
 // from the snapshot the ranges describe nor has any of the sink's commits
-// left in its history (rolled back, then the history expired): what the
-// table holds cannot be told from its metadata, and guessing would lose or
-// double offsets.
+// left in its history or made on it (rolled back, then the history
+// expired): what the table holds cannot be told from its metadata, and
+// guessing would lose or double offsets.
 var ErrLineageLost = errors.New("icetable: the table was rolled back past the sink's commits and their history expired")
 
 // registered is what a table holds of the sink's archive.
@@ -48,7 +54,10 @@ func tableRanges(tbl *table.Table) (Ranges, error) {
 // or an ancestor of it (later snapshots being others' appends, compactions
 // or deletes, which remove none of the sink's rows unless an operator
 // deletes them). Otherwise the nearest of the sink's snapshots in the
-// current lineage says what the table holds.
+// current lineage says what the table holds; where that history expired
+// (a rollback to a compaction whose parent is gone), a commit of the
+// sink's made on one of the walked snapshots says it (its parent's
+// positions).
 func registeredOf(tbl *table.Table) (registered, error) {
 	if tbl == nil {
 		return registered{ranges: Ranges{}}, nil
@@ -68,7 +77,9 @@ func registeredOf(tbl *table.Table) (registered, error) {
 		return registered{}, err
 	}
 	meta := tbl.Metadata()
+	var walked []int64 // the current snapshot and its ancestors, nearest first
 	for s := tbl.CurrentSnapshot(); s != nil; {
+		walked = append(walked, s.SnapshotID)
 		if described != "" && strconv.FormatInt(s.SnapshotID, 10) == described {
 			return registered{ranges: prop}, nil
 		}
@@ -92,6 +103,9 @@ func registeredOf(tbl *table.Table) (registered, error) {
 			if cur := tbl.CurrentSnapshot(); cur.SequenceNumber >= seq {
 				return registered{ranges: prop}, nil
 			}
+			if r, ok, err := madeOn(meta, walked); ok || err != nil {
+				return registered{ranges: r, rewound: true}, err
+			}
 			return registered{}, fmt.Errorf("%w (the ranges describe snapshot %s, the table is at snapshot %d): set %s to what the table holds and remove %s, or recreate the table",
 				ErrLineageLost, described, tbl.CurrentSnapshot().SnapshotID, RangesProperty, RangesSnapshotProperty)
 		}
@@ -105,6 +119,32 @@ func registeredOf(tbl *table.Table) (registered, error) {
 	// No snapshot of the sink's is left in the table's lineage: it holds
 	// none of the archive.
 	return registered{ranges: Ranges{}, rewound: true}, nil
+}
+
+// madeOn reads the positions of the nearest of the walked snapshots from
+// a commit of the sink's made on it (its RangesParentProperty).
+func madeOn(meta table.Metadata, walked []int64) (Ranges, bool, error) {
+	children := map[int64]table.Snapshot{}
+	for _, c := range meta.Snapshots() {
+		if c.ParentSnapshotID == nil || c.Summary == nil {
+			continue
+		}
+		if _, ok := c.Summary.Properties[RangesParentProperty]; ok {
+			children[*c.ParentSnapshotID] = c
+		}
+	}
+	for _, id := range walked {
+		c, ok := children[id]
+		if !ok {
+			continue
+		}
+		r, err := ParseRanges(c.Summary.Properties[RangesParentProperty])
+		if err != nil {
+			return nil, false, fmt.Errorf("snapshot %d's summary: %s: %w", c.SnapshotID, RangesParentProperty, err)
+		}
+		return r, true, nil
+	}
+	return nil, false, nil
 }
 
 // snapshotRef renders RangesSnapshotProperty's value for snapshot s (nil:

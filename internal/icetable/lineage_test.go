@@ -307,26 +307,31 @@ func (l *kindLake) appendForeign(t *testing.T, it icetable.Item) {
 
 // TestRollbackToAnOperatorsSnapshot: a rollback to a snapshot that is not
 // the sink's (an operator's append) is repaired from the sink's snapshot
-// below it; with the history below it expired too, nothing in the table
-// says what it holds of the archive, and the run stops for the table
-// naming the properties to set, rather than guess.
+// below it, or, with that one expired before the sink's next commit, from
+// the record that commit keeps of its parent's positions; with the
+// history expired after the rollback, nothing in the table says what it
+// holds of the archive, and the run stops for the table naming the
+// properties to set, rather than guess.
 func TestRollbackToAnOperatorsSnapshot(t *testing.T) {
 	for _, kind := range catalogKinds {
-		for _, expire := range []bool{false, true} {
-			t.Run(kind+"/expired="+strconv.FormatBool(expire), func(t *testing.T) {
+		for _, expiry := range []string{"none", "before the next commit", "after the rollback"} {
+			t.Run(kind+"/expired "+expiry, func(t *testing.T) {
 				l := newKindLake(t, kind)
 				l.archive(t, 0, 0, 9, false)
 				l.nextRun(t, 9, 0)
 				foreign := l.archive(t, 1, 0, 9, false)
 				l.appendForeign(t, foreign)
+				if expiry == "before the next commit" {
+					l.expire(t)
+				}
 				l.archive(t, 0, 10, 19, false)
 				l.nextRun(t, 19, 0)
 				l.rollback(t)
-				if expire {
+				if expiry == "after the rollback" {
 					l.expire(t)
 				}
-				_, err := l.registrar(l.cat).Register(context.Background(), map[icetable.PartitionID]icetable.Target{partitionOf(0): {Through: icetable.Position{Last: 19}}})
-				if expire {
+				res, err := l.registrar(l.cat).Register(context.Background(), map[icetable.PartitionID]icetable.Target{partitionOf(0): {Through: icetable.Position{Last: 19}}})
+				if expiry == "after the rollback" {
 					if !errors.Is(err, icetable.ErrLineageLost) || !strings.Contains(err.Error(), icetable.RangesProperty) || !strings.Contains(err.Error(), icetable.RangesSnapshotProperty) {
 						t.Fatalf("register after a rollback below the sink's expired snapshots: %v, want ErrLineageLost naming %s and %s", err, icetable.RangesProperty, icetable.RangesSnapshotProperty)
 					}
@@ -334,6 +339,9 @@ func TestRollbackToAnOperatorsSnapshot(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if res.Files != 1 {
+					t.Errorf("the run after the rollback registered %d files, want 1 (offsets 10..19)", res.Files)
 				}
 				l.checkEachObjectOnce(t) // the operator's file counts as one of the archive's here
 			})

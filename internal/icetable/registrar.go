@@ -188,6 +188,7 @@ func (r *Registrar) ensureNamespace(ctx context.Context) error {
 // plan is one attempt's work for a table.
 type plan struct {
 	files  []Item
+	parent Ranges // the positions of the snapshot planned on
 	ranges Ranges // the table's ranges with this attempt's positions
 	moved  bool   // some position moved
 }
@@ -274,7 +275,7 @@ func (r *Registrar) load(ctx context.Context, ident table.Identifier) (*table.Ta
 }
 
 func (r *Registrar) plan(ctx context.Context, current Ranges, ids []PartitionID, targets map[PartitionID]Target, backlogs map[PartitionID][]Item, res *Result) (plan, error) {
-	p := plan{ranges: Ranges{}}
+	p := plan{parent: current, ranges: Ranges{}}
 	for id, pos := range current {
 		p.ranges[id] = pos
 	}
@@ -406,7 +407,8 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		}
 		// The ranges say which files the table has; a scan of every
 		// manifest for duplicates would grow with the table.
-		if err := tx.AddDataFiles(cctx, dfs, iceberg.Properties{RangesProperty: rs}, table.WithoutDuplicateCheck()); err != nil {
+		summary := iceberg.Properties{RangesProperty: rs, RangesParentProperty: p.parent.String()}
+		if err := tx.AddDataFiles(cctx, dfs, summary, table.WithoutDuplicateCheck()); err != nil {
 			if errors.Is(err, table.ErrCommitFailed) {
 				return err
 			}

@@ -358,7 +358,7 @@ func TestOptionsTable(t *testing.T) {
 		}
 		prefix := map[string]string{"plugin_config": "SINK_", "streams": "SINK_", "iggy": "IGGY_"}[table]
 		if want := prefix + strings.ToUpper(field); o.Env != want {
-			t.Errorf("%s: env %s, want %s (DESIGN.md mapping)", o.Key, o.Env, want)
+			t.Errorf("%s: env %s, want %s (docs/configuration.md: section and key, upper-cased)", o.Key, o.Env, want)
 		}
 	}
 	for _, k := range []string{"plugin_config.max_file_size", "iggy.address", "streams.topics", "plugin_config.state_table"} {

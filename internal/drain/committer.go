@@ -13,7 +13,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
-// committer runs the delivery protocol of one partition (DESIGN.md) and is
+// committer runs the delivery protocol of one partition (docs/guarantee.md) and is
 // the only owner of the partition's state: every state write goes through
 // it, in this order.
 //

@@ -1,3 +1,3 @@
-// Package source reads Iggy partitions for the sink through the Go SDK v0.8.0:
-// a guarded connection with deadlines, consumer-group membership, explicit-offset polls and offset stores.
+// Package source reads Iggy partitions for the sink, on Iggy 0.8 (the Go SDK v0.8.0 behind a guard) and 0.9/0.10
+// (the sink's own client, internal/vsrconn): connections with deadlines, group membership, explicit-offset polls, offset stores.
 package source

@@ -80,7 +80,7 @@ check: fmt-check vet
 test: tools py-tools py-iggy sam-cli parquet-readers iceberg-tools fmt-check vet
 	set -o pipefail; MODEL_SEEDS=40 DRAIN_BACKENDS=inproc $(GO) test -race -count=1 -parallel 8 -timeout 20m -json ./... | $(SUMMARY)
 	@echo "the drain against versitygw, MinIO and moto_server, and its model test with 300 seeds (without -race: the in-process runs above had it)"
-	set -o pipefail; DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(SUMMARY)
+	set -o pipefail; MODEL_SEEDS=300 DRAIN_BACKENDS=versitygw,minio $(GO) test -count=1 -parallel 12 -timeout 15m -json ./internal/drain | $(SUMMARY)
 	@echo "the drain's crash matrix and 100 model seeds on the broker's Iggy 0.8 and 0.10 protocols (the sink finds each out)"
 	set -o pipefail; for p in 0.8 0.10; do IGGY_TEST_PROTOCOL=$$p MODEL_SEEDS=100 DRAIN_BACKENDS=inproc $(GO) test -count=1 -parallel 8 -timeout 10m -run 'TestModel|TestCrashAtEveryStep' -json ./internal/drain | $(SUMMARY) || exit 1; done
 	@./scripts/sam-local.sh

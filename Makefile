@@ -95,11 +95,13 @@ sam-local: tools py-tools sam-cli
 tools:
 	@$(MAKE) --no-print-directory -j3 $(BIN)/versitygw $(BIN)/aws-lambda-rie $(BIN)/minio
 
-$(BIN)/versitygw: go.mod
-	$(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
+# The test tools are pinned in a module of their own (tools/go.mod), so the product's go.mod lists
+# only what the product links.
+$(BIN)/versitygw: tools/go.mod
+	$(GO) -C tools build -o $@ github.com/versity/versitygw/cmd/versitygw
 
-$(BIN)/aws-lambda-rie: go.mod
-	$(GO) build -o $@ github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+$(BIN)/aws-lambda-rie: tools/go.mod
+	$(GO) -C tools build -o $@ github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
 # MinIO is a test service only: AGPL-3.0, so it is never imported by the product's code (it is
 # not in go.mod) and never shipped. Built once per version; the stamp file rebuilds it when

@@ -1,3 +1,5 @@
+//go:build standins
+
 package main
 
 import (

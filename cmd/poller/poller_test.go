@@ -43,14 +43,22 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	}
 }
 
+// TestDemo runs the demo as make demo builds it (-tags noiceberg,standins);
+// the poller built without the stand-ins refuses it and says how to get it.
 func TestDemo(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run([]string{"demo"}, nil, &out, &errb); code != 0 {
-		t.Fatalf("demo exit %d: %s", code, errb.String())
+	out, err := exec.Command(buildPollerTags(t, "noiceberg,standins"), "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v:\n%s", err, out)
 	}
 	for _, want := range []string{"the server speaks Iggy 0.9 (protocol 0.11.0)", "Objects in s3://iggy-archive", "00000-00000000000000000000-00000000000000000399.jsonl", `"partition_id":0`, "ok   demo/app-logs partition 3"} {
-		if !strings.Contains(out.String(), want) {
-			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, cmd := range []string{"demo", "local"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd}, nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "run make "+cmd) {
+			t.Errorf("%s in a poller built without the stand-ins: exit %d: %s", cmd, code, stderr.String())
 		}
 	}
 }

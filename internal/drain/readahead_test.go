@@ -62,17 +62,7 @@ func TestReadAheadOutlivesAFailedStep(t *testing.T) {
 					if err != nil {
 						t.Fatalf("a run that lost a partition: %v", err)
 					}
-					moved := 0
-					for _, p := range sum.Partitions {
-						if p.Stopped == "partition moved to another member" {
-							moved++
-						} else if p.Messages != perPartition {
-							t.Fatalf("partition %d: %d messages archived, want %d: %+v", p.Partition, p.Messages, perPartition, p)
-						}
-					}
-					if moved != 1 {
-						t.Fatalf("%d partitions stopped as moved, want the one refused: %+v", moved, sum.Partitions)
-					}
+					oneRefused(t, sum, perPartition, "stopped as moved", func(p drain.PartitionSummary) bool { return p.Stopped == "partition moved to another member" })
 				},
 			},
 			{
@@ -84,17 +74,7 @@ func TestReadAheadOutlivesAFailedStep(t *testing.T) {
 					if !errors.Is(err, errRefused) {
 						t.Fatalf("a run whose complete is refused: %v, want the refusal", err)
 					}
-					failed := 0
-					for _, p := range sum.Partitions {
-						if p.Error != "" {
-							failed++
-						} else if p.Messages != perPartition {
-							t.Fatalf("partition %d: %d messages archived, want %d: %+v", p.Partition, p.Messages, perPartition, p)
-						}
-					}
-					if failed != 1 {
-						t.Fatalf("%d partitions failed, want the one refused: %+v", failed, sum.Partitions)
-					}
+					oneRefused(t, sum, perPartition, "failed", func(p drain.PartitionSummary) bool { return p.Error != "" })
 				},
 			},
 			{
@@ -170,4 +150,21 @@ func TestReadAheadOutlivesAFailedStep(t *testing.T) {
 			})
 		}
 	})
+}
+
+// oneRefused checks that exactly one partition ended as refused says
+// (what), and that every other one archived all its messages.
+func oneRefused(t *testing.T, sum *drain.Summary, messages uint64, what string, refused func(drain.PartitionSummary) bool) {
+	t.Helper()
+	n := 0
+	for _, p := range sum.Partitions {
+		if refused(p) {
+			n++
+		} else if p.Messages != messages {
+			t.Fatalf("partition %d: %d messages archived, want %d: %+v", p.Partition, p.Messages, messages, p)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d partitions %s, want the one refused: %+v", n, what, sum.Partitions)
+	}
 }

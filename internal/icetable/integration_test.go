@@ -236,6 +236,26 @@ func checkOnce(t *testing.T, s scanned, last map[uint32]uint64) {
 
 // barrier holds every LoadTable until n callers have loaded once, so that
 // n registrars plan on the same parent and commit at once.
+// registerTogether has two fan-out workers register their work in one
+// table at once, both loading it before either commits (a barrier).
+func registerTogether(t *testing.T, cat icetable.Catalog, registrar func(icetable.Catalog) *icetable.Registrar, work [2]map[icetable.PartitionID]icetable.Target) [2]icetable.Result {
+	t.Helper()
+	bar := &barrier{Catalog: cat, n: 2, all: make(chan struct{})}
+	var wg sync.WaitGroup
+	var results [2]icetable.Result
+	var errs [2]error
+	for w := range 2 {
+		wg.Go(func() { results[w], errs[w] = registrar(bar).Register(context.Background(), work[w]) })
+	}
+	wg.Wait()
+	for w := range 2 {
+		if errs[w] != nil {
+			t.Fatalf("worker %d: %v", w, errs[w])
+		}
+	}
+	return results
+}
+
 type barrier struct {
 	icetable.Catalog
 	n       int
@@ -283,19 +303,7 @@ func TestTwoWorkersCommitAtOnce(t *testing.T) {
 		b := l.archive(t, p, 150, 199, p%2 == 1)
 		work[p%2][icetable.PartitionID{Stream: "app", Topic: "logs", Partition: p}] = icetable.Target{Through: icetable.Position{Last: 199}, Items: []icetable.Item{a, b}}
 	}
-	bar := &barrier{Catalog: cat, n: 2, all: make(chan struct{})}
-	var wg sync.WaitGroup
-	results := make([]icetable.Result, 2)
-	errs := make([]error, 2)
-	for w := range 2 {
-		wg.Go(func() { results[w], errs[w] = l.registrar(bar).Register(ctx, work[w]) })
-	}
-	wg.Wait()
-	for w := range 2 {
-		if errs[w] != nil {
-			t.Fatalf("worker %d: %v", w, errs[w])
-		}
-	}
+	results := registerTogether(t, cat, l.registrar, work)
 	if results[0].Commits != 1 || results[1].Commits != 1 || results[0].Conflicts+results[1].Conflicts < 1 {
 		t.Fatalf("results %+v: want one commit each and a conflict", results)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -219,19 +218,7 @@ func TestRetriesNeverReplayAStalePlan(t *testing.T) {
 					b := l.archive(t, p, 150, 199, false)
 					work[p%2][partitionOf(p)] = icetable.Target{Through: icetable.Position{Last: 199}, Items: []icetable.Item{a, b}}
 				}
-				bar := &barrier{Catalog: l.cat, n: 2, all: make(chan struct{})}
-				var wg sync.WaitGroup
-				results := make([]icetable.Result, 2)
-				errs := make([]error, 2)
-				for w := range 2 {
-					wg.Go(func() { results[w], errs[w] = l.registrar(bar).Register(ctx, work[w]) })
-				}
-				wg.Wait()
-				for w := range 2 {
-					if errs[w] != nil {
-						t.Fatalf("worker %d: %v", w, errs[w])
-					}
-				}
+				results := registerTogether(t, l.cat, l.registrar, work)
 				t.Logf("worker results: %+v, %+v", results[0], results[1])
 				if results[0].Conflicts+results[1].Conflicts < 1 {
 					t.Errorf("no worker saw a conflict: one commit was resent on the other's head")

@@ -48,11 +48,12 @@ demo:
 # The poller is built without Iceberg (local needs none), with the stand-ins (-tags standins), and run from .bin/poller (not `go run`, which
 # turns Ctrl-C into an error). LOCAL_STARTED_AT, taken first, lets it count "ready in" from here.
 LOCAL_S3 ?= versitygw
+LOCAL_TAGS := noiceberg,standins
 LOCAL_S3_BIN := $(if $(filter minio,$(LOCAL_S3)),$(BIN)/minio,$(BIN)/versitygw)
 local:
 	@export LOCAL_STARTED_AT=$$(date +%s.%N) LOCAL_S3=$(LOCAL_S3); \
 	case "$(LOCAL_S3)" in versitygw|minio) ;; *) echo "LOCAL_S3=$(LOCAL_S3): want versitygw (the default) or minio"; exit 2;; esac; \
-	$(call step,building the poller without Iceberg into .bin/poller,$(GO) build -tags noiceberg,standins -o $(BIN)/poller ./cmd/poller); \
+	$(call step,building the poller without Iceberg into .bin/poller,$(GO) build -tags $(LOCAL_TAGS) -o $(BIN)/poller ./cmd/poller); \
 	if ! $(MAKE) -s -q $(LOCAL_S3_BIN) 2>/dev/null; then \
 	  $(call step,building $(LOCAL_S3) into .bin/,$(MAKE) -s --no-print-directory $(LOCAL_S3_BIN)); fi; \
 	if [ ! -f $(MOTO_VENV)/.complete ]; then \

@@ -47,9 +47,10 @@ Commands:
            needs only the configuration (no Iggy, no S3)
   local    start S3, DynamoDB and an Iggy test broker with sample traffic on
            127.0.0.1, write their environment to local.env, run until Ctrl-C
-           (what "make local" runs)
+           (what "make local" runs; built in with -tags standins)
   demo     a self-contained demo: built-in Iggy broker, in-process S3 and
-           state store; no configuration, no network
+           state store; no configuration, no network ("make demo"; built
+           in with -tags standins)
   help     this text; help <command>: that command's details and flags
   version  the module version and VCS commit (also --version)
 
@@ -128,12 +129,13 @@ notes go to stderr. Needs only the configuration: no Iggy, no S3.`,
 Starts S3, DynamoDB and an Iggy test broker with sample traffic on
 127.0.0.1, writes their environment to -env-file, and runs until Ctrl-C
 (what make local runs). In another terminal, source that file and run the
-poller against them.`,
+poller against them. Built in only with -tags standins, as make local
+builds the poller.`,
 	"demo": `Usage: poller demo [flags]
 
 A self-contained demo: a built-in Iggy broker, an in-process S3 and state
 store, sample traffic drained and the objects shown. No configuration, no
-network.`,
+network. Built in only with -tags standins: make demo.`,
 	"help": `Usage: poller help [command]
 
 The usage, or a command's: what it does and its flags.`,

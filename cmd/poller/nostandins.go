@@ -17,7 +17,7 @@ func demo(context.Context, io.Writer) error { return errNoStandins("demo") }
 
 func (c *command) local(context.Context) int {
 	fmt.Fprintln(c.stderr, "local:", errNoStandins("local"))
-	return 2
+	return 1
 }
 
 func errNoStandins(cmd string) error {

@@ -128,18 +128,29 @@ func (m *model) dataFileProps() iceberg.Properties {
 }
 
 // lineageWouldBeLost: the table is rolled back below the snapshot its
-// positions name, with no commit of the sink's since; expiring its history
-// now is the one case the sink stops on (icetable.ErrLineageLost,
-// docs/guarantee.md), so the schedules leave it out.
+// positions name, with no commit of the sink's since (the named snapshot
+// lives and is not an ancestor of the current one). Expiring the history
+// now leaves nothing that says what the current snapshot holds: the sink
+// stops (icetable.ErrLineageLost), or, once another commit moved the
+// sequence past the named one's, cannot tell (docs/guarantee.md). The
+// schedules leave that expiry out.
 func lineageWouldBeLost(tbl *table.Table) bool {
 	v, ok := tbl.Properties()[icetable.RangesSnapshotProperty]
-	cur := tbl.CurrentSnapshot()
-	if !ok || cur == nil {
-		return false
+	id, _, _ := strings.Cut(v, "/")
+	named, err := strconv.ParseInt(id, 10, 64)
+	if !ok || err != nil || tbl.SnapshotByID(named) == nil {
+		return false // no snapshot named, or it expired while the current one descended from it
 	}
-	_, seqs, _ := strings.Cut(v, "/")
-	seq, err := strconv.ParseInt(seqs, 10, 64)
-	return err == nil && cur.SequenceNumber < seq
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.SnapshotID == named {
+			return false
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return true
 }
 
 // tableAuditCatches injects a fault into the quiescent table — one live

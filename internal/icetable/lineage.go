@@ -97,14 +97,20 @@ func registeredOf(tbl *table.Table) (registered, error) {
 		}
 		parent := meta.SnapshotByID(*s.ParentSnapshotID)
 		if parent == nil {
-			// The history before s expired. Snapshots only grow in
-			// sequence: a current snapshot at or past the named one's
-			// descends from it (short of a reset to another branch).
-			if cur := tbl.CurrentSnapshot(); cur.SequenceNumber >= seq {
-				return registered{ranges: prop}, nil
-			}
+			// The history before s expired. A commit of the sink's made
+			// on a walked snapshot says what it holds (the current
+			// snapshot cannot descend from that commit: the walk would
+			// have met it), even where a later commit on the rolled-back
+			// table moved the sequence past the named snapshot's.
 			if r, ok, err := madeOn(meta, walked); ok || err != nil {
 				return registered{ranges: r, rewound: true}, err
+			}
+			// Snapshots only grow in sequence: a current snapshot at or
+			// past the named one's descends from it, short of a reset to
+			// another branch, or a rollback below it followed by another
+			// commit before the sink ran again (docs/guarantee.md).
+			if cur := tbl.CurrentSnapshot(); cur.SequenceNumber >= seq {
+				return registered{ranges: prop}, nil
 			}
 			return registered{}, fmt.Errorf("%w (the ranges describe snapshot %s, the table is at snapshot %d): set %s to what the table holds and remove %s, or recreate the table",
 				ErrLineageLost, described, tbl.CurrentSnapshot().SnapshotID, RangesProperty, RangesSnapshotProperty)

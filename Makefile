@@ -39,21 +39,21 @@ help:
 # Built without Iceberg (-tags noiceberg), whose libraries (Arrow, Glue) the demo never uses and which
 # are most of a cold build, and with the stand-ins (-tags standins: the test broker and an in-memory S3,
 # which the poller users deploy does not link).
+STANDINS_TAGS := noiceberg,standins
 demo:
 	@echo "building the poller without Iceberg (the first time takes about 40 s on an idle 2-core machine) ..."
-	$(GO) run -tags noiceberg,standins ./cmd/poller demo
+	$(GO) run -tags $(STANDINS_TAGS) ./cmd/poller demo
 
 ## local: S3 (versitygw; LOCAL_S3=minio for MinIO), DynamoDB and an Iggy test broker with sample traffic on
 ## 127.0.0.1 until Ctrl-C; writes local.env. Builds and installs only what it starts, a timed line per step
-# The poller is built without Iceberg (local needs none), with the stand-ins (-tags standins), and run from .bin/poller (not `go run`, which
+# The poller is built as for the demo (STANDINS_TAGS) and run from .bin/poller (not `go run`, which
 # turns Ctrl-C into an error). LOCAL_STARTED_AT, taken first, lets it count "ready in" from here.
 LOCAL_S3 ?= versitygw
-LOCAL_TAGS := noiceberg,standins
 LOCAL_S3_BIN := $(if $(filter minio,$(LOCAL_S3)),$(BIN)/minio,$(BIN)/versitygw)
 local:
 	@export LOCAL_STARTED_AT=$$(date +%s.%N) LOCAL_S3=$(LOCAL_S3); \
 	case "$(LOCAL_S3)" in versitygw|minio) ;; *) echo "LOCAL_S3=$(LOCAL_S3): want versitygw (the default) or minio"; exit 2;; esac; \
-	$(call step,building the poller without Iceberg into .bin/poller,$(GO) build -tags $(LOCAL_TAGS) -o $(BIN)/poller ./cmd/poller); \
+	$(call step,building the poller without Iceberg into .bin/poller,$(GO) build -tags $(STANDINS_TAGS) -o $(BIN)/poller ./cmd/poller); \
 	if ! $(MAKE) -s -q $(LOCAL_S3_BIN) 2>/dev/null; then \
 	  $(call step,building $(LOCAL_S3) into .bin/,$(MAKE) -s --no-print-directory $(LOCAL_S3_BIN)); fi; \
 	if [ ! -f $(MOTO_VENV)/.complete ]; then \
@@ -183,7 +183,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags noiceberg ./cmd/... ./internal/app
-	$(GO) vet -tags noiceberg,standins ./cmd/poller
+	$(GO) vet -tags $(STANDINS_TAGS) ./cmd/poller
 
 ## bench: the benchmarks quoted in the README and issue notes
 bench:

@@ -138,19 +138,11 @@ func lineageWouldBeLost(tbl *table.Table) bool {
 	v, ok := tbl.Properties()[icetable.RangesSnapshotProperty]
 	id, _, _ := strings.Cut(v, "/")
 	named, err := strconv.ParseInt(id, 10, 64)
-	if !ok || err != nil || tbl.SnapshotByID(named) == nil {
+	cur := tbl.CurrentSnapshot()
+	if !ok || err != nil || cur == nil || tbl.SnapshotByID(named) == nil {
 		return false // no snapshot named, or it expired while the current one descended from it
 	}
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.SnapshotID == named {
-			return false
-		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = tbl.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return true
+	return !table.IsAncestorOf(cur.SnapshotID, named, tbl.Metadata().SnapshotByID)
 }
 
 // tableAuditCatches injects a fault into the quiescent table — one live

@@ -174,7 +174,7 @@ func TestAthenaTables(t *testing.T) {
 				t.Fatalf("only %d of the %d sample records reach the table (rejected: %v)", len(want), len(msgs), rejected)
 			}
 			if format == "json" {
-				checkJSONFields(t, tbl, decompress(t, cfg.Plugin.Compression, obj.Bytes()))
+				checkJSONFields(t, tbl, decompress(t, string(cfg.Plugin.Compression), obj.Bytes()))
 			}
 
 			// The object goes where S3 would have it, so the read below

@@ -140,7 +140,7 @@ func TestExamples(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("render exit %d: %s", code, errb.String())
 			}
-			golden(t, "examples/"+name+".golden", decompress(t, cfg.Plugin.Compression, out.Bytes()))
+			golden(t, "examples/"+name+".golden", decompress(t, string(cfg.Plugin.Compression), out.Bytes()))
 		})
 	}
 }

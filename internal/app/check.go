@@ -211,7 +211,7 @@ func (s *Sink) checkS3(ctx context.Context) []CheckResult {
 		out = append(out, CheckResult{Name: "s3 write", Detail: fmt.Sprintf("may write under s3://%s/%s (a multipart upload started and aborted; nothing written)", bucket, listPrefix)})
 	}
 	// Error objects outside the prefix need their own permission.
-	if ep := s.Config.Plugin.ErrorsPrefix(); s.Config.Plugin.InvalidPayload == "error_object" && !strings.HasPrefix(ep+"/", listPrefix) {
+	if ep := s.Config.Plugin.ErrorsPrefix(); s.Config.Plugin.ErrorObjects() && !strings.HasPrefix(ep+"/", listPrefix) {
 		if err := p.ProbeWrite(ctx, ep+"/"+s3store.ProbeKeyName); err != nil {
 			out = append(out, CheckResult{Name: "s3 write errors", Err: s.explainS3("write", err)})
 		} else {

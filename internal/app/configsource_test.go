@@ -167,7 +167,7 @@ func TestConfigSourceReload(t *testing.T) {
 					}
 					continue
 				}
-				if err != nil || cfg == nil || cfg.Plugin.Compression != e.want {
+				if err != nil || cfg == nil || string(cfg.Plugin.Compression) != e.want {
 					t.Fatalf("%s: reload gave %+v, %v; want compression %q", e.name, cfg, err, e.want)
 				}
 				if again, err := src.Reload(ctx); again != nil || err != nil {

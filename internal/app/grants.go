@@ -17,12 +17,12 @@ const StackGrantsVar = "SINK_STACK_GRANTS"
 // secret, a KMS key, tables, fan-out); that is refused at start with the
 // parameter to set, instead of failing later as "access denied".
 type StackGrants struct {
-	CredentialsSecret string // IggyCredentialsSecret: the one secret the role may read
-	S3KmsKey          string // S3KmsKeyArn: the one customer-managed key the role may use for S3
-	TableFormat       string // TableFormat: "iceberg" grants the catalog
-	IcebergCatalog    string // IcebergCatalog: the catalog granted with tables
-	MaxWorkers        int    // MaxWorkers: above 1 the role may invoke the function
-	Prefix            string // Prefix: the role's objects are under it ("" = the whole bucket)
+	CredentialsSecret string             // IggyCredentialsSecret: the one secret the role may read
+	S3KmsKey          string             // S3KmsKeyArn: the one customer-managed key the role may use for S3
+	TableFormat       config.TableFormat // TableFormat: "iceberg" grants the catalog
+	IcebergCatalog    config.Catalog     // IcebergCatalog: the catalog granted with tables
+	MaxWorkers        int                // MaxWorkers: above 1 the role may invoke the function
+	Prefix            string             // Prefix: the role's objects are under it ("" = the whole bucket)
 }
 
 // ParseStackGrants reads the template's "Name=value,..." list, whose last
@@ -46,9 +46,9 @@ func ParseStackGrants(v string) (StackGrants, error) {
 		case "S3KmsKeyArn":
 			g.S3KmsKey = value
 		case "TableFormat":
-			g.TableFormat = value
+			g.TableFormat = config.TableFormat(value)
 		case "IcebergCatalog":
-			g.IcebergCatalog = value
+			g.IcebergCatalog = config.Catalog(value)
 		case "MaxWorkers":
 			if value == "" {
 				continue
@@ -80,12 +80,12 @@ func (g StackGrants) Check(cfg *config.Config) error {
 		refuse("plugin_config.sse_kms_key_id", strconv.Quote(k),
 			fmt.Sprintf("the stack's role may use only the KMS key S3KmsKeyArn names (%s): deploy with S3KmsKeyArn=<the key's ARN>", orNone(g.S3KmsKey)))
 	}
-	if cfg.Plugin.TableFormat == "iceberg" && g.TableFormat != "iceberg" {
+	if cfg.Plugin.Tables() && g.TableFormat != config.TableIceberg {
 		refuse("plugin_config.table_format", `"iceberg"`,
-			fmt.Sprintf("the stack was deployed without tables, so its role may not reach the catalog: deploy with TableFormat=iceberg IcebergCatalog=%s (and that catalog's parameters)", orOf(cfg.Plugin.IcebergCatalog, "<glue, s3tables or rest>")))
-	} else if c := cfg.Plugin.IcebergCatalog; cfg.Plugin.TableFormat == "iceberg" && c != g.IcebergCatalog {
-		refuse("plugin_config.iceberg_catalog", strconv.Quote(c),
-			fmt.Sprintf("the stack's role was granted the catalog IcebergCatalog names (%s): deploy with IcebergCatalog=%s", orNone(g.IcebergCatalog), c))
+			fmt.Sprintf("the stack was deployed without tables, so its role may not reach the catalog: deploy with TableFormat=iceberg IcebergCatalog=%s (and that catalog's parameters)", orOf(string(cfg.Plugin.IcebergCatalog), "<glue, s3tables or rest>")))
+	} else if c := cfg.Plugin.IcebergCatalog; cfg.Plugin.Tables() && c != g.IcebergCatalog {
+		refuse("plugin_config.iceberg_catalog", strconv.Quote(string(c)),
+			fmt.Sprintf("the stack's role was granted the catalog IcebergCatalog names (%s): deploy with IcebergCatalog=%s", orNone(string(g.IcebergCatalog)), c))
 	}
 	if n := cfg.Plugin.MaxWorkers; n > 1 && g.MaxWorkers <= 1 {
 		refuse("plugin_config.max_workers", strconv.Itoa(n),

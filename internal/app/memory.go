@@ -23,23 +23,23 @@ import (
 func MemoryBudget(cfg *config.Config) int64 {
 	p := &cfg.Plugin
 	var perPartition int64
-	if p.FileRotation != "messages" && p.MaxFileSize <= p.MultipartThreshold {
-		perPartition = p.MaxFileSize + 64<<10 // every object is built in memory
+	if b := p.MaxObjectBytes(); b > 0 && b <= p.MultipartThreshold {
+		perPartition = b + 64<<10 // every object is built in memory
 	} else {
 		perPartition = max(p.MultipartThreshold+64<<10, 2*p.PartSize)
 	}
-	if p.OutputFormat == "parquet" {
+	if p.Parquet() {
 		file := p.MaxFileSize
-		if p.FileRotation == "messages" || p.MaxFileSize > p.MultipartThreshold {
+		if b := p.MaxObjectBytes(); b == 0 || b > p.MultipartThreshold {
 			file = min(p.ParquetRowGroupSize, max(p.MultipartThreshold, p.MaxFileSize)) // streamed: one row group
 		}
-		if p.ParquetCompression != "none" {
+		if p.ParquetCompressed() {
 			file /= 3
 		}
 		perPartition += file
 	}
 	base := int64(32 << 20)
-	if p.Compression != "" && p.Compression != "none" {
+	if p.Compressed() {
 		perPartition += perPartition / 2 // the compressed copy, for JSON well under half
 		base += 16 << 20                 // encoder windows
 	}

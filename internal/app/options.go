@@ -20,10 +20,8 @@ const CleanupTimeout = 2 * time.Second
 func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) drain.Options {
 	pc := &cfg.Plugin
 	format, comp := batch.Format(pc.OutputFormat), batch.Compression(pc.Compression)
-	rot := batch.Rotation{MaxAge: pc.MaxFileAge, MaxMessages: pc.MaxMessagesPerFile, Cut: tableCut(cfg)}
-	if pc.FileRotation != "messages" {
-		rot.MaxBytes = pc.MaxFileSize // max_messages_per_file, when set, caps the count too
-	}
+	rot := Rotation(pc)
+	rot.MaxAge, rot.Cut = pc.MaxFileAge, tableCut(cfg)
 	if keepLimit <= 0 {
 		keepLimit = pc.MultipartThreshold
 	}
@@ -52,7 +50,14 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
 	pc := &cfg.Plugin
 	return batch.Options{Format: batch.Format(pc.OutputFormat), IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
-		InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
-		Parquet: batch.ParquetOptions{Compression: pc.ParquetCompression, RowGroupBytes: pc.ParquetRowGroupSize,
+		InvalidPayload: string(pc.InvalidPayload), MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
+		Parquet: batch.ParquetOptions{Compression: string(pc.ParquetCompression), RowGroupBytes: pc.ParquetRowGroupSize,
 			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra}}
+}
+
+// Rotation is where an object ends by size and count (max_messages_per_file,
+// when set, caps the count under either file_rotation); the drain adds the
+// age limit and the table cut.
+func Rotation(pc *config.Plugin) batch.Rotation {
+	return batch.Rotation{MaxBytes: pc.MaxObjectBytes(), MaxMessages: pc.MaxMessagesPerFile}
 }

@@ -44,7 +44,7 @@ func PendingExplanation(p drain.PartitionSummary, cfg *config.Config, now time.T
 // rotationLimit names the threshold that fills an object.
 func rotationLimit(pc *config.Plugin) string {
 	msgs := fmt.Sprintf("max_messages_per_file=%d", pc.MaxMessagesPerFile)
-	if pc.FileRotation == "messages" {
+	if pc.MaxObjectBytes() == 0 {
 		return msgs
 	}
 	size := "max_file_size=" + ByteSize(pc.MaxFileSize)

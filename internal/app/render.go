@@ -136,11 +136,7 @@ type rendered struct {
 
 // rotation is the sink's rule for where one object ends.
 func rotation(cfg *config.Config) batch.Rotation {
-	pc := &cfg.Plugin
-	if pc.FileRotation == "messages" {
-		return batch.Rotation{MaxMessages: pc.MaxMessagesPerFile}
-	}
-	return batch.Rotation{MaxBytes: pc.MaxFileSize, MaxMessages: pc.MaxMessagesPerFile}
+	return Rotation(&cfg.Plugin)
 }
 
 // renderObject builds the object as the sink does: in memory up to

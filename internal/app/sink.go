@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	}
 	s.drainOpts = DrainOptions(cfg, s.pipe, opts.KeepLimit)
 
-	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != "" || cfg.Plugin.TableFormat == "iceberg"
+	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != "" || cfg.Plugin.Tables()
 	var awsCfg aws.Config
 	if needAWS {
 		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.ServicesRegion), awsconfig.WithHTTPClient(awsHTTPClient(&cfg.Plugin)))
@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	}
 
 	s.iggy = source.Config{
-		Address: cfg.Iggy.Address, Protocol: cfg.Iggy.Protocol, Username: cfg.Iggy.Username, Password: cfg.Iggy.Password.Reveal(), Token: cfg.Iggy.Token.Reveal(),
+		Address: cfg.Iggy.Address, Protocol: string(cfg.Iggy.Protocol), Username: cfg.Iggy.Username, Password: cfg.Iggy.Password.Reveal(), Token: cfg.Iggy.Token.Reveal(),
 		TLS: cfg.Iggy.TLSEnabled, TLSCAFile: cfg.Iggy.TLSCAFile, TLSDomain: cfg.Iggy.TLSDomain, ConnectTimeout: cfg.Iggy.ConnectTimeout,
 		RequestTimeout: cfg.Iggy.RequestTimeout, Keepalive: cfg.Iggy.Keepalive,
 		MaxPollReply: uint32(cfg.Plugin.MaxPollBytes + PollReplyMargin),

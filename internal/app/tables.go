@@ -20,7 +20,7 @@ const IcebergBuildSuffix = "-iceberg"
 
 // NeedsIceberg tells whether cfg registers its objects in Iceberg tables,
 // which only a build with Iceberg (HasIceberg) can do.
-func NeedsIceberg(cfg *config.Config) bool { return cfg.Plugin.TableFormat == "iceberg" }
+func NeedsIceberg(cfg *config.Config) bool { return cfg.Plugin.Tables() }
 
 // tableCut is the time partition of the sink's tables, which no object
 // spans: the path template's finest calendar field, coarsened to the hour
@@ -28,7 +28,7 @@ func NeedsIceberg(cfg *config.Config) bool { return cfg.Plugin.TableFormat == "i
 // calendar fields, or without the timestamp column (include_metadata off).
 func tableCut(cfg *config.Config) batch.Cut {
 	p := &cfg.Plugin
-	if p.TableFormat != "iceberg" || !p.IncludeMetadata {
+	if !p.Tables() || !p.IncludeMetadata {
 		return batch.NoCut
 	}
 	switch p.Template.Period() {

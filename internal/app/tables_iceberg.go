@@ -51,7 +51,7 @@ func (s *Sink) tableFiles() icetable.FileStore {
 // openTables makes the Registrar when table_format = "iceberg".
 func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.Catalog) error {
 	p := &s.Config.Plugin
-	if p.TableFormat != "iceberg" {
+	if !p.Tables() {
 		return nil
 	}
 	files := s.tableFiles()
@@ -60,7 +60,7 @@ func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.C
 		defer cancel()
 		var err error
 		cat, err = icetable.OpenCatalog(octx, icetable.CatalogOptions{
-			Kind: p.IcebergCatalog, URI: p.IcebergCatalogURI, Warehouse: p.IcebergWarehouse, Region: s.Config.ServicesRegion,
+			Kind: string(p.IcebergCatalog), URI: p.IcebergCatalogURI, Warehouse: p.IcebergWarehouse, Region: s.Config.ServicesRegion,
 			AWS: awsCfg, Files: files, ResponseTimeout: p.AWSRequestTimeout,
 		})
 		if err != nil {
@@ -68,7 +68,7 @@ func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.C
 		}
 	}
 	var location func(string) string
-	if p.IcebergCatalog == "glue" {
+	if p.Glue() {
 		base := p.IcebergWarehouse
 		if base == "" {
 			base = "s3://" + p.Bucket + "/" + strings.TrimPrefix(strings.Trim(p.Prefix, "/")+"/_iceberg", "/")

@@ -55,13 +55,13 @@ type Plugin struct {
 	SecretAccessKey                  Secret
 	PathTemplate                     string
 	Template                         *keys.Template // PathTemplate, parsed at load
-	FileRotation                     string         // size | messages
+	FileRotation                     Rotation
 	// MaxFileSize is the rotation threshold in uncompressed bytes. Upstream caps
 	// it at 5 GiB (one PutObject); objects here stream as multipart uploads, so
 	// the cap is S3's object limit, 5 TiB.
 	MaxFileSize        int64
 	MaxMessagesPerFile uint64 // 0 = unset
-	OutputFormat       string // json_lines | json_array | raw | parquet
+	OutputFormat       Format
 	IncludeMetadata    bool
 	IncludeHeaders     bool
 	MaxAttempts        int // total upload attempts including the first
@@ -70,8 +70,8 @@ type Plugin struct {
 
 	StateTable           string
 	MaxFileAge           time.Duration
-	Compression          string // none | gzip | zstd
-	InvalidPayload       string // base64 | fail | error_object
+	Compression          Compression
+	InvalidPayload       InvalidPayload
 	ServerSideEncryption string // "" | AES256 | aws:kms
 	SSEKMSKeyID          string
 	Checksum             string // crc32c | md5
@@ -101,9 +101,9 @@ type Plugin struct {
 	// "error_object"), as given ("" for the default: use ErrorsPrefix).
 	ErrorPrefix string
 	// The Parquet file's own settings (output_format = "parquet").
-	ParquetCompression  string // zstd | snappy | gzip | none
-	ParquetRowGroupSize int64  // input bytes per row group
-	ParquetPageSize     int64  // a data page's target size before compression
+	ParquetCompression  ParquetCodec
+	ParquetRowGroupSize int64 // input bytes per row group
+	ParquetPageSize     int64 // a data page's target size before compression
 	// ParquetSchema is the pinned schema as given: a file path, inline JSON,
 	// or a TOML table (kept as its JSON); PinnedSchema is it parsed.
 	ParquetSchema    string
@@ -112,8 +112,8 @@ type Plugin struct {
 
 	// Iceberg tables (table_format = "iceberg"): every Parquet object is
 	// also registered in a table of IcebergCatalog.
-	TableFormat       string // none | iceberg
-	IcebergCatalog    string // glue | s3tables | rest
+	TableFormat       TableFormat
+	IcebergCatalog    Catalog
 	IcebergCatalogURI string
 	IcebergWarehouse  string
 	IcebergNamespace  string
@@ -124,7 +124,7 @@ type Plugin struct {
 // Iggy is [iggy]: how to reach and authenticate to the Iggy server.
 type Iggy struct {
 	Address           string
-	Protocol          string // "auto", "0.8", "0.9" or "0.10"
+	Protocol          Protocol
 	Username          string
 	Password          Secret
 	Token             Secret

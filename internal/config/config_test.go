@@ -63,9 +63,9 @@ func TestLoadUpstreamSeed(t *testing.T) {
 		{"prefix", p.Prefix, "iggy/raw"},
 		{"region", p.Region, "us-east-1"},
 		{"path_template", p.PathTemplate, "{stream}/{topic}/{date}/{hour}"},
-		{"file_rotation", p.FileRotation, "size"},
+		{"file_rotation", p.FileRotation, RotateBySize},
 		{"max_file_size", p.MaxFileSize, int64(8 * 1024 * 1024)},
-		{"output_format", p.OutputFormat, "json_lines"},
+		{"output_format", p.OutputFormat, FormatJSONLines},
 		// Documented defaults for everything the seed leaves out.
 		{"endpoint", p.Endpoint, ""},
 		{"access_key_id", p.AccessKeyID, ""},
@@ -78,8 +78,8 @@ func TestLoadUpstreamSeed(t *testing.T) {
 		{"path_style", p.PathStyle, (*bool)(nil)},
 		{"state_table", p.StateTable, "iggy-s3-sink-state"},
 		{"max_file_age", p.MaxFileAge, 5 * time.Minute},
-		{"compression", p.Compression, "none"},
-		{"invalid_payload", p.InvalidPayload, "base64"},
+		{"compression", p.Compression, CompressionNone},
+		{"invalid_payload", p.InvalidPayload, InvalidBase64},
 		{"server_side_encryption", p.ServerSideEncryption, ""},
 		{"sse_kms_key_id", p.SSEKMSKeyID, ""},
 		{"partition_concurrency", p.PartitionConcurrency, 4},
@@ -175,7 +175,7 @@ password = "file-pass"
 		{"prefix kept: an empty SINK_PREFIX is unset, as every empty variable", c.Plugin.Prefix, "from-file"},
 		{"max_file_size", c.Plugin.MaxFileSize, int64(2_000_000)},
 		{"include_headers", c.Plugin.IncludeHeaders, true},
-		{"compression kept", c.Plugin.Compression, "gzip"},
+		{"compression kept", c.Plugin.Compression, CompressionGzip},
 		{"path_style", c.Plugin.PathStyle != nil && !*c.Plugin.PathStyle, true},
 		{"state_table", c.Plugin.StateTable, "env-table"},
 		{"max_file_age", c.Plugin.MaxFileAge, 90 * time.Second},
@@ -289,7 +289,7 @@ func TestOutputFormatAliases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		if c.Plugin.OutputFormat != want {
+		if string(c.Plugin.OutputFormat) != want {
 			t.Errorf("output_format %q = %q, want %q", in, c.Plugin.OutputFormat, want)
 		}
 	}

@@ -18,19 +18,19 @@ var icebergKeys = []string{"iceberg_catalog", "iceberg_catalog_uri", "iceberg_wa
 // goes to the error object, and base64 cannot keep it.
 func (l *loader) defaultForTables() {
 	p := &l.cfg.Plugin
-	if _, set := l.set["plugin_config.invalid_payload"]; p.TableFormat == "iceberg" && !set {
-		p.InvalidPayload = "error_object"
+	if _, set := l.set["plugin_config.invalid_payload"]; p.Tables() && !set {
+		p.InvalidPayload = InvalidErrorObject
 	}
 }
 
 func (l *loader) checkIceberg() error {
 	p := &l.cfg.Plugin
-	if p.TableFormat == "iceberg" && p.InvalidPayload != "error_object" && p.InvalidPayload != "fail" {
+	if p.Tables() && p.InvalidPayload != InvalidErrorObject && p.InvalidPayload != InvalidFail {
 		e := l.errorFor("plugin_config.invalid_payload", fmt.Sprintf(`must be "error_object" (the default with tables) or "fail" with table_format = "iceberg" (it is %q): a record whose value the table's column type cannot hold cannot be kept as base64`, p.InvalidPayload))
-		e.Value = strconv.Quote(p.InvalidPayload)
+		e.Value = strconv.Quote(string(p.InvalidPayload))
 		return e
 	}
-	if p.TableFormat != "iceberg" {
+	if !p.Tables() {
 		for _, k := range icebergKeys {
 			if _, set := l.set["plugin_config."+k]; set {
 				return l.errorFor("plugin_config."+k, fmt.Sprintf(`only used with table_format = "iceberg" (it is %q)`, p.TableFormat))
@@ -38,25 +38,25 @@ func (l *loader) checkIceberg() error {
 		}
 		return nil
 	}
-	if p.OutputFormat != "parquet" {
+	if !p.Parquet() {
 		e := l.errorFor("plugin_config.table_format", fmt.Sprintf(`"iceberg" needs output_format = "parquet" (it is %q): an Iceberg table registers Parquet files`, p.OutputFormat))
-		e.Value = strconv.Quote(p.TableFormat)
+		e.Value = strconv.Quote(string(p.TableFormat))
 		return e
 	}
 	switch p.IcebergCatalog {
 	case "":
 		return l.errorFor("plugin_config.iceberg_catalog", `must be set with table_format = "iceberg": glue, s3tables or rest`)
-	case "rest":
+	case CatalogREST:
 		if p.IcebergCatalogURI == "" {
 			return l.errorFor("plugin_config.iceberg_catalog_uri", `must be set with iceberg_catalog = "rest": the catalog's URL, e.g. http://127.0.0.1:8181`)
 		}
-	case "s3tables":
+	case CatalogS3Tables:
 		if !strings.HasPrefix(p.IcebergWarehouse, "arn:") || !strings.Contains(p.IcebergWarehouse, ":bucket/") {
 			e := l.errorFor("plugin_config.iceberg_warehouse", `must be the table bucket's ARN with iceberg_catalog = "s3tables" (arn:aws:s3tables:<region>:<account>:bucket/<name>)`)
 			e.Value = strconv.Quote(p.IcebergWarehouse)
 			return e
 		}
-	case "glue":
+	case CatalogGlue:
 		if p.IcebergWarehouse != "" && !strings.HasPrefix(p.IcebergWarehouse, "s3://") {
 			e := l.errorFor("plugin_config.iceberg_warehouse", `must be an s3:// location with iceberg_catalog = "glue" (unset: s3://<bucket>/<prefix>/_iceberg)`)
 			e.Value = strconv.Quote(p.IcebergWarehouse)
@@ -70,7 +70,7 @@ func (l *loader) checkIceberg() error {
 			e.Value = strconv.Quote(p.IcebergCatalogURI)
 			return e
 		}
-		if p.IcebergCatalog == "glue" {
+		if p.Glue() {
 			return l.errorFor("plugin_config.iceberg_catalog_uri", `not used with iceberg_catalog = "glue" (set AWS_ENDPOINT_URL_GLUE for another Glue endpoint)`)
 		}
 	}

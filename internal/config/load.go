@@ -556,7 +556,7 @@ func (l *loader) checkRequired() error {
 	if p.Region == "" {
 		missing = append(missing, l.errorFor("plugin_config.region", `required: set it, or AWS_REGION (e.g. "us-east-1"; "auto" for R2)`))
 	}
-	if p.FileRotation == "messages" && p.MaxMessagesPerFile == 0 {
+	if p.FileRotation == RotateByMessages && p.MaxMessagesPerFile == 0 {
 		missing = append(missing, l.errorFor("plugin_config.max_messages_per_file", `required when file_rotation = "messages" (a number of records greater than 0)`))
 	}
 	if len(c.Streams) == 0 {

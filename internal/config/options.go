@@ -47,20 +47,6 @@ func (o *option) secret() bool { return o.kind == kSecret }
 
 var errExpectedString = errors.New("expected a string")
 
-// Schemas, formats and the other enumerations, canonical spellings first.
-var (
-	schemas            = []string{"json", "raw", "text", "proto", "flatbuffer", "avro"}
-	fileRotations      = []string{"size", "messages"}
-	outputFormats      = []string{"json_lines", "json_array", "raw"}
-	compressions       = []string{"none", "gzip", "zstd"}
-	invalidPayloads    = []string{"base64", "fail", "error_object"}
-	parquetCodecs      = []string{"zstd", "snappy", "gzip", "none"}
-	icebergCatalogs    = []string{"glue", "s3tables", "rest"}
-	serverSideEncrypts = []string{"AES256", "aws:kms"}
-	checksums          = []string{"crc32c", "md5"}
-	iggyProtocols      = []string{"auto", "0.8", "0.9", "0.10"}
-)
-
 // enum canonicalises a string option case-insensitively against accepted.
 func enum(f func(c *Config, s *Stream) *string, accepted ...string) func(c *Config, s *Stream) error {
 	return func(c *Config, s *Stream) error {
@@ -212,8 +198,8 @@ func buildOptions() []*option {
 				return nil
 			}
 		}),
-		with(plugin("file_rotation", kString, "size", "rotation threshold kind: size or messages", func(p *Plugin) any { return &p.FileRotation }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).FileRotation }, fileRotations...)
+		with(plugin("file_rotation", kString, "size", "rotation threshold kind: size or messages", func(p *Plugin) any { return (*string)(&p.FileRotation) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).FileRotation) }, fileRotations...)
 		}),
 		with(plugin("max_file_size", kByteSize, "8MiB", "size rotation threshold, uncompressed (at most 5TiB)", func(p *Plugin) any { return &p.MaxFileSize }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MaxFileSize }, 1, maxObjectSize, "greater than 0 and at most 5TiB (S3's object size limit)")
@@ -226,17 +212,17 @@ func buildOptions() []*option {
 				return nil
 			}
 		}),
-		with(plugin("output_format", kString, "json_lines", "json_lines (.jsonl), json_array (.json), raw (.bin) or parquet (.parquet; see parquet_*)", func(p *Plugin) any { return &p.OutputFormat }), func(o *option) {
+		with(plugin("output_format", kString, "json_lines", "json_lines (.jsonl), json_array (.json), raw (.bin) or parquet (.parquet; see parquet_*)", func(p *Plugin) any { return (*string)(&p.OutputFormat) }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error {
-				switch strings.ToLower(c.Plugin.OutputFormat) {
+				switch strings.ToLower(string(c.Plugin.OutputFormat)) {
 				case "json_lines", "jsonl", "jsonlines":
-					c.Plugin.OutputFormat = "json_lines"
+					c.Plugin.OutputFormat = FormatJSONLines
 				case "json_array":
-					c.Plugin.OutputFormat = "json_array"
+					c.Plugin.OutputFormat = FormatJSONArray
 				case "raw":
-					c.Plugin.OutputFormat = "raw"
+					c.Plugin.OutputFormat = FormatRaw
 				case "parquet":
-					c.Plugin.OutputFormat = "parquet"
+					c.Plugin.OutputFormat = FormatParquet
 				case "json":
 					return errors.New(`"json" is ambiguous (refused upstream too): use json_lines or json_array`)
 				default:
@@ -259,11 +245,11 @@ func buildOptions() []*option {
 		with(plugin("max_file_age", kDuration, "5m", "write a partial object once its first message is this old", func(p *Plugin) any { return &p.MaxFileAge }), func(o *option) {
 			o.fix = durAtLeast(func(c *Config, _ *Stream) *time.Duration { return &pl(c).MaxFileAge }, 1)
 		}),
-		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst); none with parquet (see parquet_compression)", func(p *Plugin) any { return &p.Compression }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).Compression }, compressions...)
+		with(plugin("compression", kString, "none", "object compression: none, gzip (.gz) or zstd (.zst); none with parquet (see parquet_compression)", func(p *Plugin) any { return (*string)(&p.Compression) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).Compression) }, compressions...)
 		}),
-		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json (or for parquet_schema): base64 (keep, encoded), fail (stop the partition) or error_object (write it to an error object under error_prefix and go on; the default with table_format = \"iceberg\", where a value the table's column type cannot hold is rejected too)", func(p *Plugin) any { return &p.InvalidPayload }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).InvalidPayload }, invalidPayloads...)
+		with(plugin("invalid_payload", kString, "base64", "payload not valid for schema json (or for parquet_schema): base64 (keep, encoded), fail (stop the partition) or error_object (write it to an error object under error_prefix and go on; the default with table_format = \"iceberg\", where a value the table's column type cannot hold is rejected too)", func(p *Plugin) any { return (*string)(&p.InvalidPayload) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).InvalidPayload) }, invalidPayloads...)
 		}),
 		with(plugin("server_side_encryption", kString, "", "S3 server-side encryption: AES256 or aws:kms (unset = bucket default)", func(p *Plugin) any { return &p.ServerSideEncryption }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error {
@@ -320,8 +306,8 @@ func buildOptions() []*option {
 			o.computed = true
 			o.fix = func(c *Config, _ *Stream) error { return keys.CheckPrefix(c.Plugin.ErrorPrefix) }
 		}),
-		with(plugin("parquet_compression", kString, "zstd", "output_format = \"parquet\": page compression: "+strings.Join(parquetCodecs, ", "), func(p *Plugin) any { return &p.ParquetCompression }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).ParquetCompression }, parquetCodecs...)
+		with(plugin("parquet_compression", kString, "zstd", "output_format = \"parquet\": page compression: "+strings.Join(parquetCodecs, ", "), func(p *Plugin) any { return (*string)(&p.ParquetCompression) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).ParquetCompression) }, parquetCodecs...)
 		}),
 		with(plugin("parquet_row_group_size", kByteSize, "128MiB", "output_format = \"parquet\": a row group ends once its input (payload and header bytes) reaches this (64KiB..5TiB); a streamed object holds about a fifth of it in memory", func(p *Plugin) any { return &p.ParquetRowGroupSize }), func(o *option) {
 			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.ParquetRowGroupSize }, 64<<10, maxObjectSize, "between 64KiB and 5TiB")
@@ -338,15 +324,15 @@ func buildOptions() []*option {
 			}
 		}),
 		plugin("parquet_keep_extra", kBool, "false", "output_format = \"parquet\" with parquet_schema: keep the payload members the schema does not name as one JSON column, payload_extra (false drops them)", func(p *Plugin) any { return &p.ParquetKeepExtra }),
-		with(plugin("table_format", kString, "none", "none, or iceberg: register every Parquet object in an Iceberg table too, exactly once (needs output_format = \"parquet\"; see iceberg_*)", func(p *Plugin) any { return &p.TableFormat }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &pl(c).TableFormat }, "none", "iceberg")
+		with(plugin("table_format", kString, "none", "none, or iceberg: register every Parquet object in an Iceberg table too, exactly once (needs output_format = \"parquet\"; see iceberg_*)", func(p *Plugin) any { return (*string)(&p.TableFormat) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).TableFormat) }, tableFormats...)
 		}),
-		with(plugin("iceberg_catalog", kString, "", "table_format = \"iceberg\": the catalog: glue, s3tables or rest", func(p *Plugin) any { return &p.IcebergCatalog }), func(o *option) {
+		with(plugin("iceberg_catalog", kString, "", "table_format = \"iceberg\": the catalog: glue, s3tables or rest", func(p *Plugin) any { return (*string)(&p.IcebergCatalog) }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error {
 				if c.Plugin.IcebergCatalog == "" {
 					return nil
 				}
-				return enum(func(c *Config, _ *Stream) *string { return &pl(c).IcebergCatalog }, icebergCatalogs...)(c, nil)
+				return enum(func(c *Config, _ *Stream) *string { return (*string)(&pl(c).IcebergCatalog) }, icebergCatalogs...)(c, nil)
 			}
 		}),
 		with(plugin("iceberg_catalog_uri", kString, "", "table_format = \"iceberg\": the REST catalog's URL (rest; s3tables: default https://s3tables.<region>.amazonaws.com/iceberg)", func(p *Plugin) any { return &p.IcebergCatalogURI }), func(o *option) {
@@ -366,8 +352,8 @@ func buildOptions() []*option {
 				return nil
 			}
 		}),
-		with(iggy("protocol", kString, "auto", "Iggy release whose wire protocol to speak: auto (find out at connect, at most one extra round trip), 0.8 (legacy framing), 0.9 (binary protocol 0.11.0) or 0.10 (0.12.0)", func(i *Iggy) any { return &i.Protocol }), func(o *option) {
-			o.fix = enum(func(c *Config, _ *Stream) *string { return &c.Iggy.Protocol }, iggyProtocols...)
+		with(iggy("protocol", kString, "auto", "Iggy release whose wire protocol to speak: auto (find out at connect, at most one extra round trip), 0.8 (legacy framing), 0.9 (binary protocol 0.11.0) or 0.10 (0.12.0)", func(i *Iggy) any { return (*string)(&i.Protocol) }), func(o *option) {
+			o.fix = enum(func(c *Config, _ *Stream) *string { return (*string)(&c.Iggy.Protocol) }, iggyProtocols...)
 		}),
 		iggy("username", kString, "iggy", "Iggy user", func(i *Iggy) any { return &i.Username }),
 		iggy("password", kSecret, "iggy", "Iggy password", func(i *Iggy) any { return &i.Password }),

@@ -47,12 +47,12 @@ func (l *loader) checkParquet() error {
 		e.Value = strconv.Quote(p.ErrorPrefix)
 		return e
 	}
-	if _, set := l.set["plugin_config.error_prefix"]; set && p.InvalidPayload != "error_object" {
+	if _, set := l.set["plugin_config.error_prefix"]; set && p.InvalidPayload != InvalidErrorObject {
 		e := l.errorFor("plugin_config.error_prefix", fmt.Sprintf(`only used with invalid_payload = "error_object" (it is %q)`, p.InvalidPayload))
 		e.Value = strconv.Quote(p.ErrorPrefix)
 		return e
 	}
-	if p.OutputFormat != "parquet" {
+	if !p.Parquet() {
 		for _, k := range []string{"parquet_compression", "parquet_row_group_size", "parquet_page_size", "parquet_schema", "parquet_keep_extra"} {
 			if _, set := l.set["plugin_config."+k]; set {
 				return l.errorFor("plugin_config."+k, fmt.Sprintf(`only used with output_format = "parquet" (it is %q)`, p.OutputFormat))
@@ -60,9 +60,9 @@ func (l *loader) checkParquet() error {
 		}
 		return nil
 	}
-	if p.Compression != "none" {
+	if p.Compression != CompressionNone {
 		e := l.errorFor("plugin_config.compression", `must be "none" with output_format = "parquet": a Parquet file compresses its own pages (parquet_compression, default zstd), and readers cannot open a compressed .parquet file`)
-		e.Value = strconv.Quote(p.Compression)
+		e.Value = strconv.Quote(string(p.Compression))
 		return e
 	}
 	if p.ParquetKeepExtra && p.PinnedSchema == nil {
@@ -71,7 +71,7 @@ func (l *loader) checkParquet() error {
 	if p.PinnedSchema == nil {
 		return nil
 	}
-	if p.InvalidPayload != "error_object" && p.InvalidPayload != "fail" {
+	if p.InvalidPayload != InvalidErrorObject && p.InvalidPayload != InvalidFail {
 		return l.errorFor("plugin_config.invalid_payload", fmt.Sprintf(`must be "error_object" or "fail" with parquet_schema (it is %q): a record that does not fit the schema cannot be kept as base64`, p.InvalidPayload))
 	}
 	for i, s := range c.Streams {

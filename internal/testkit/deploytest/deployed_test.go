@@ -72,7 +72,7 @@ func deployParams(cfg *config.Config, rel string) map[string]string {
 		p["Prefix"] = cfg.Plugin.Prefix // the role held to the prefix
 	}
 	if cfg.Plugin.TableFormat == "iceberg" {
-		p["TableFormat"], p["IcebergCatalog"] = "iceberg", cfg.Plugin.IcebergCatalog
+		p["TableFormat"], p["IcebergCatalog"] = "iceberg", string(cfg.Plugin.IcebergCatalog)
 	}
 	if n := cfg.Plugin.MaxWorkers; n > 1 {
 		p["MaxWorkers"] = strconv.Itoa(n)

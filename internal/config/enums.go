@@ -85,7 +85,6 @@ const (
 var (
 	schemas            = []string{"json", "raw", "text", "proto", "flatbuffer", "avro"}
 	fileRotations      = names(RotateBySize, RotateByMessages)
-	outputFormats      = names(FormatJSONLines, FormatJSONArray, FormatRaw, FormatParquet)
 	compressions       = names(CompressionNone, CompressionGzip, CompressionZstd)
 	invalidPayloads    = names(InvalidBase64, InvalidFail, InvalidErrorObject)
 	parquetCodecs      = names(ParquetZstd, ParquetSnappy, ParquetGzip, ParquetNone)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/configsource"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
@@ -88,7 +89,7 @@ type handler struct {
 	mu sync.Mutex
 	// src is where the configuration comes from (SINK_CONFIG): read once,
 	// then again whenever a file in S3 or SSM changed.
-	src      *app.ConfigSource
+	src      *configsource.Source
 	sink     *app.Sink
 	disabled *config.Config // the configuration, when it says enabled = false
 	// timeout is the function's timeout, learnt at the first invocation.
@@ -109,11 +110,11 @@ func (h *handler) functionTimeout(remaining time.Duration) time.Duration {
 }
 
 // source is the configuration's source, made at the first use.
-func (h *handler) source() *app.ConfigSource {
+func (h *handler) source() *configsource.Source {
 	if h.src == nil {
 		ref, _ := h.env("SINK_CONFIG")
 		root, _ := h.env("LAMBDA_TASK_ROOT")
-		h.src = app.NewConfigSource(ref, root, h.env)
+		h.src = configsource.New(ref, root, h.env)
 	}
 	return h.src
 }
@@ -129,7 +130,7 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 	defer h.mu.Unlock()
 	if h.sink != nil || h.disabled != nil {
 		cfg, err := h.source().Reload(ctx)
-		if errors.Is(err, app.ErrConfigUnchecked) {
+		if errors.Is(err, configsource.ErrUnchecked) {
 			// A throttled or failed read says nothing of the file: go on with
 			// the version this container has, and say so.
 			h.log.Warn("running the configuration read before: its file could not be checked for changes", "file", h.source().Ref(), "error", err.Error())

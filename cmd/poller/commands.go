@@ -11,6 +11,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/configsource"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
 )
@@ -42,7 +43,7 @@ func (c *command) readConfig(ctx context.Context) (*config.Config, error) {
 	if path == "" {
 		path, _ = os.LookupEnv("SINK_CONFIG")
 	}
-	cfg, err := app.LoadConfig(ctx, path, "", os.LookupEnv)
+	cfg, err := configsource.Load(ctx, path, "", os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -12,3 +12,7 @@ func listInput(bucket string) *s3.ListObjectsV2Input {
 func listUploadsInput(bucket string) *s3.ListMultipartUploadsInput {
 	return &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
 }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}

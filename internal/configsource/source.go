@@ -1,4 +1,4 @@
-package app
+package configsource
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
@@ -28,19 +29,19 @@ const configFetchTimeout = 30 * time.Second
 // advanced parameters hold 8 KB).
 const maxConfigSize = 1 << 20
 
-// LoadConfig loads the configuration as both binaries do: the TOML file
+// Load loads the configuration as both binaries do: the TOML file
 // named by ref, then the environment over it. ref is a file path (relative
 // paths are taken from base when it is set: the Lambda's package
 // directory), s3://bucket/key, or ssm:/parameter-name (a String or
 // SecureString parameter); "" means no file. env is usually os.LookupEnv.
-func LoadConfig(ctx context.Context, ref, base string, env func(string) (string, bool)) (*config.Config, error) {
-	return NewConfigSource(ref, base, env).Load(ctx)
+func Load(ctx context.Context, ref, base string, env func(string) (string, bool)) (*config.Config, error) {
+	return New(ref, base, env).Load(ctx)
 }
 
-// ConfigSource is where the configuration comes from, remembered so that
+// Source is where the configuration comes from, remembered so that
 // a file in S3 or SSM can be read again when it changes: a warm Lambda
 // container must not keep running an edited configuration's old version.
-type ConfigSource struct {
+type Source struct {
 	ref, base string
 	env       func(string) (string, bool)
 	// version identifies the file last loaded: its S3 ETag or its SSM
@@ -48,13 +49,13 @@ type ConfigSource struct {
 	version string
 }
 
-// NewConfigSource names the configuration as LoadConfig does.
-func NewConfigSource(ref, base string, env func(string) (string, bool)) *ConfigSource {
-	return &ConfigSource{ref: strings.TrimSpace(ref), base: base, env: env}
+// New names the configuration as Load does.
+func New(ref, base string, env func(string) (string, bool)) *Source {
+	return &Source{ref: strings.TrimSpace(ref), base: base, env: env}
 }
 
 // Load reads the file (if any) and the environment.
-func (c *ConfigSource) Load(ctx context.Context) (*config.Config, error) {
+func (c *Source) Load(ctx context.Context) (*config.Config, error) {
 	cfg, _, err := c.load(ctx, "")
 	return cfg, err
 }
@@ -66,8 +67,8 @@ func (c *ConfigSource) Load(ctx context.Context) (*config.Config, error) {
 // or bundled file, or none). A changed file that no longer loads is an
 // error every time, until it is mended: the old configuration is never kept
 // in silence. A failed request (throttled, timed out, denied) is an error
-// that wraps ErrConfigUnchecked: whether the file changed is not known.
-func (c *ConfigSource) Reload(ctx context.Context) (*config.Config, error) {
+// that wraps ErrUnchecked: whether the file changed is not known.
+func (c *Source) Reload(ctx context.Context) (*config.Config, error) {
 	if !c.remote() {
 		return nil, nil
 	}
@@ -81,21 +82,22 @@ func (c *ConfigSource) Reload(ctx context.Context) (*config.Config, error) {
 // unchecked marks a failed read of the file, as opposed to a file that was
 // read and does not load.
 func unchecked(err error) error {
-	if code, _ := apiCode(err); err == nil || code == "NoSuchKey" || code == "ParameterNotFound" {
+	var apiErr smithy.APIError
+	if err == nil || errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NoSuchKey" || apiErr.ErrorCode() == "ParameterNotFound") {
 		return err // a file that is gone was read: it no longer loads
 	}
-	return fmt.Errorf("%w: %w", ErrConfigUnchecked, err)
+	return fmt.Errorf("%w: %w", ErrUnchecked, err)
 }
 
 // Ref is the configuration's location as given ("" = no file).
-func (c *ConfigSource) Ref() string { return c.ref }
+func (c *Source) Ref() string { return c.ref }
 
-func (c *ConfigSource) remote() bool {
+func (c *Source) remote() bool {
 	return strings.HasPrefix(c.ref, "s3://") || strings.HasPrefix(c.ref, "ssm:")
 }
 
 // load reads the configuration unless its version is still known.
-func (c *ConfigSource) load(ctx context.Context, known string) (*config.Config, bool, error) {
+func (c *Source) load(ctx context.Context, known string) (*config.Config, bool, error) {
 	ref, env := c.ref, c.env
 	var (
 		data    []byte
@@ -141,9 +143,9 @@ func (c *ConfigSource) load(ctx context.Context, known string) (*config.Config, 
 // errNotModified is a conditional read's answer that the file is unchanged.
 var errNotModified = errors.New("configuration not modified")
 
-// ErrConfigUnchecked is a Reload that could not read the file: the caller
+// ErrUnchecked is a Reload that could not read the file: the caller
 // decides whether to go on with the configuration it has.
-var ErrConfigUnchecked = errors.New("could not check the configuration file for changes")
+var ErrUnchecked = errors.New("could not check the configuration file for changes")
 
 // fetchS3Config reads s3://bucket/key with the default AWS credentials and
 // region, or the sink's own S3 settings from the environment when they are

@@ -1,4 +1,4 @@
-package app
+package configsource
 
 import (
 	"context"
@@ -38,12 +38,12 @@ func envOf(m map[string]string) func(string) (string, bool) {
 
 func checkSourced(t *testing.T, ref string, env map[string]string, base string) {
 	t.Helper()
-	cfg, err := LoadConfig(context.Background(), ref, base, envOf(env))
+	cfg, err := Load(context.Background(), ref, base, envOf(env))
 	if err != nil {
-		t.Fatalf("LoadConfig(%q): %v", ref, err)
+		t.Fatalf("Load(%q): %v", ref, err)
 	}
 	if cfg.Plugin.Compression != "zstd" || len(cfg.Transforms) != 1 || cfg.Streams[0].Stream != "orders" {
-		t.Fatalf("LoadConfig(%q) did not read the file: %+v", ref, cfg.Plugin)
+		t.Fatalf("Load(%q) did not read the file: %+v", ref, cfg.Plugin)
 	}
 	// The environment still overrides the file.
 	if cfg.Plugin.Bucket != "from-env" {
@@ -62,7 +62,7 @@ func TestLoadConfigBundledPath(t *testing.T) {
 	env := map[string]string{"SINK_BUCKET": "from-env"}
 	checkSourced(t, "examples/sink.toml", env, root)                       // relative to the package
 	checkSourced(t, filepath.Join(root, "examples", "sink.toml"), env, "") // a plain path
-	_, err := LoadConfig(context.Background(), "examples/missing.toml", root, envOf(env))
+	_, err := Load(context.Background(), "examples/missing.toml", root, envOf(env))
 	if err == nil || !strings.Contains(err.Error(), "CONFIG_FILE=examples/missing.toml sam build") {
 		t.Fatalf("a file missing from the package: %v; want the build hint", err)
 	}
@@ -95,10 +95,10 @@ func TestLoadConfigFromS3(t *testing.T) {
 		"s3://configs/nope.toml": "s3://configs/nope.toml",
 		"s3://configs":           "want s3://bucket/key",
 	} {
-		_, err := LoadConfig(context.Background(), ref, "", envOf(map[string]string{"SINK_ENDPOINT": srv.Endpoint,
+		_, err := Load(context.Background(), ref, "", envOf(map[string]string{"SINK_ENDPOINT": srv.Endpoint,
 			"SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}))
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("LoadConfig(%q) = %v, want an error naming %q", ref, err, want)
+			t.Errorf("Load(%q) = %v, want an error naming %q", ref, err, want)
 		}
 	}
 }
@@ -128,7 +128,7 @@ func TestLoadConfigFromSSM(t *testing.T) {
 		}
 		checkSourced(t, "ssm:"+name, map[string]string{"SINK_BUCKET": "from-env"}, "")
 	}
-	_, err := LoadConfig(context.Background(), "ssm:/iggy/none", "", envOf(map[string]string{"SINK_BUCKET": "b"}))
+	_, err := Load(context.Background(), "ssm:/iggy/none", "", envOf(map[string]string{"SINK_BUCKET": "b"}))
 	if err == nil || !strings.Contains(err.Error(), "ssm:/iggy/none") || !strings.Contains(err.Error(), "ParameterNotFound") {
 		t.Fatalf("missing parameter: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestConfigSourceReload(t *testing.T) {
 		{"a broken edit", strings.Replace(sourcedTOML, `compression = "zstd"`, `compression = "brotli"`, 1), "", "plugin_config.compression"},
 		{"mended", strings.Replace(sourcedTOML, `"zstd"`, `"none"`, 1), "none", ""},
 	}
-	check := func(t *testing.T, src *ConfigSource, put func(doc string)) {
+	check := func(t *testing.T, src *Source, put func(doc string)) {
 		t.Helper()
 		cfg, err := src.Load(ctx)
 		if err != nil || cfg.Plugin.Compression != "zstd" {
@@ -188,25 +188,25 @@ func TestConfigSourceReload(t *testing.T) {
 		}
 		put(sourcedTOML)
 		env := map[string]string{"SINK_ENDPOINT": srv.Endpoint, "SINK_ACCESS_KEY_ID": srv.AccessKey, "SINK_SECRET_ACCESS_KEY": srv.SecretKey, "SINK_REGION": "us-east-1"}
-		src := NewConfigSource("s3://configs/sink.toml", "", envOf(env))
+		src := New("s3://configs/sink.toml", "", envOf(env))
 		check(t, src, put)
 		// Unchanged means one conditional request: the store answers 304, no body.
 		if _, _, err := fetchS3Config(ctx, "s3://configs/sink.toml", src.version, envOf(env)); !errors.Is(err, errNotModified) {
 			t.Fatalf("a GET with the last ETag in If-None-Match gave %v, want 304 Not Modified", err)
 		}
 
-		// A read that fails says nothing of the file: ErrConfigUnchecked, for
+		// A read that fails says nothing of the file: ErrUnchecked, for
 		// the caller to go on with what it has. A file that is gone was read.
 		endpoint := env["SINK_ENDPOINT"]
 		env["SINK_ENDPOINT"] = "http://127.0.0.1:1"
-		if cfg, err := src.Reload(ctx); cfg != nil || !errors.Is(err, ErrConfigUnchecked) {
-			t.Fatalf("unreachable store: reload gave %v, %v; want ErrConfigUnchecked", cfg, err)
+		if cfg, err := src.Reload(ctx); cfg != nil || !errors.Is(err, ErrUnchecked) {
+			t.Fatalf("unreachable store: reload gave %v, %v; want ErrUnchecked", cfg, err)
 		}
 		env["SINK_ENDPOINT"] = endpoint
 		if _, err := srv.Client(t).DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("configs"), Key: aws.String("sink.toml")}); err != nil {
 			t.Fatal(err)
 		}
-		if cfg, err := src.Reload(ctx); cfg != nil || err == nil || errors.Is(err, ErrConfigUnchecked) || !strings.Contains(err.Error(), "s3://configs/sink.toml") {
+		if cfg, err := src.Reload(ctx); cfg != nil || err == nil || errors.Is(err, ErrUnchecked) || !strings.Contains(err.Error(), "s3://configs/sink.toml") {
 			t.Fatalf("deleted file: reload gave %v, %v; want an error naming it", cfg, err)
 		}
 	})
@@ -219,7 +219,7 @@ func TestConfigSourceReload(t *testing.T) {
 			}
 		}
 		put(sourcedTOML)
-		check(t, NewConfigSource("ssm:/iggy/sink", "", envOf(map[string]string{"SINK_BUCKET": "b"})), put)
+		check(t, New("ssm:/iggy/sink", "", envOf(map[string]string{"SINK_BUCKET": "b"})), put)
 	})
 	t.Run("bundled", func(t *testing.T) {
 		dir := t.TempDir()
@@ -227,7 +227,7 @@ func TestConfigSourceReload(t *testing.T) {
 		if err := os.WriteFile(path, []byte(sourcedTOML), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		src := NewConfigSource("sink.toml", dir, envOf(nil))
+		src := New("sink.toml", dir, envOf(nil))
 		if _, err := src.Load(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/initgc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // cleanupMargin is kept back from the invocation's deadline for releasing
@@ -104,7 +105,7 @@ type handler struct {
 // functionTimeout returns the function's timeout, learnt once.
 func (h *handler) functionTimeout(remaining time.Duration) time.Duration {
 	if h.timeout == 0 {
-		h.timeout = app.FunctionTimeout(h.env, remaining)
+		h.timeout = ops.FunctionTimeout(h.env, remaining)
 	}
 	return h.timeout
 }
@@ -168,15 +169,15 @@ func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, err
 			os.Exit(1)
 		}
 	}
-	app.LogLoaded(h.log, cfg)
+	ops.LogLoaded(h.log, cfg)
 	h.log.Info("configuration", "version", app.Version(), "config", cfg)
 	h.log.Debug("full configuration", "config", cfg.String())
 	if !cfg.Enabled {
 		h.disabled = cfg
 		return nil, nil
 	}
-	if v, ok := h.env(app.StackGrantsVar); ok {
-		grants, err := app.ParseStackGrants(v)
+	if v, ok := h.env(ops.StackGrantsVar); ok {
+		grants, err := ops.ParseStackGrants(v)
 		if err == nil {
 			err = grants.Check(cfg)
 		}
@@ -188,7 +189,7 @@ func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, err
 		}
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		if err := app.CheckTimeBudget(cfg, h.functionTimeout(time.Until(dl)), cleanupMargin); err != nil {
+		if err := ops.CheckTimeBudget(cfg, h.functionTimeout(time.Until(dl)), cleanupMargin); err != nil {
 			return nil, err
 		}
 	}
@@ -214,7 +215,7 @@ func (h *handler) prepare(ctx context.Context, started time.Time) (*app.Sink, co
 		return nil, ctx, func() {}, err
 	}
 	if s == nil {
-		app.Disabled(h.disabled, h.log)
+		ops.Disabled(h.disabled, h.log)
 		return nil, ctx, func() {}, nil
 	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})

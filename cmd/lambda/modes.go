@@ -13,6 +13,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // Handle is the function's entry point. The payload says what to do (see
@@ -91,8 +92,8 @@ func (h *handler) drain(ctx context.Context, run func(context.Context, *app.Sink
 		res = &app.Result{}
 	}
 	if res.Summary != nil && res.Summary.Partitions != nil {
-		app.LogRun(h.log, res.Summary, err, false)
-		app.LogPending(h.log, s.Config, res.Summary, time.Now())
+		ops.LogRun(h.log, res.Summary, err, false)
+		ops.LogPending(h.log, s.Config, res.Summary, time.Now())
 	} else if err != nil {
 		h.log.Error("run failed", "error", err.Error())
 	}
@@ -117,7 +118,7 @@ func (h *handler) audit(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	if s == nil {
-		app.Disabled(h.disabled, h.log)
+		ops.Disabled(h.disabled, h.log)
 		return &auditResult{Mode: "audit", Verdict: audit.Summarize(nil)}, nil
 	}
 	if dl, ok := ctx.Deadline(); ok {

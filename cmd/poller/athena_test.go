@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -135,7 +135,7 @@ func TestAthenaTables(t *testing.T) {
 
 			stream, topic, key := athenaPartition(t, cfg, tbl, msgs)
 			var obj, errs bytes.Buffer
-			res, err := app.Render(cfg, bytes.NewReader(input), &obj, app.RenderOptions{Envelope: true, Stream: stream, Topic: topic, Errors: &errs})
+			res, err := ops.Render(cfg, bytes.NewReader(input), &obj, ops.RenderOptions{Envelope: true, Stream: stream, Topic: topic, Errors: &errs})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/configsource"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // command is one invocation of the poller.
@@ -47,7 +48,7 @@ func (c *command) readConfig(ctx context.Context) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	app.LogLoaded(c.log, cfg)
+	ops.LogLoaded(c.log, cfg)
 	return cfg, nil
 }
 
@@ -92,7 +93,7 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	c.log.Info("configuration", "version", app.Version(), "config", cfg)
 	c.log.Debug("full configuration", "config", cfg.String())
 	readOnly := cmd == "audit" || cmd == "check" || cmd == "status"
-	if !readOnly && app.Disabled(cfg, c.log) {
+	if !readOnly && ops.Disabled(cfg, c.log) {
 		return 0
 	}
 	app.ApplyMemoryLimit(cfg, c.log)
@@ -104,7 +105,7 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	}
 	if cmd == "check" {
 		// First, so that it is there when the set-up below fails.
-		if err := app.WriteEffective(c.stdout, cfg); err != nil {
+		if err := ops.WriteEffective(c.stdout, cfg); err != nil {
 			return c.fail(err, "check")
 		}
 		fmt.Fprintln(c.stdout)
@@ -135,8 +136,8 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	}
 	if cmd == "once" {
 		sum, err := s.Run(ctx)
-		app.LogRun(c.log, sum, err, false)
-		app.LogPending(c.log, cfg, sum, time.Now())
+		ops.LogRun(c.log, sum, err, false)
+		ops.LogPending(c.log, cfg, sum, time.Now())
 		return c.fail(err, "")
 	}
 	return c.loop(ctx, s, cfg)
@@ -154,7 +155,7 @@ func (c *command) loop(ctx context.Context, s *app.Sink, cfg *config.Config) int
 	pend := pendingLog{last: map[string]uint64{}}
 	for {
 		sum, err := s.Run(ctx)
-		app.LogRun(c.log, sum, err, true)
+		ops.LogRun(c.log, sum, err, true)
 		pend.log(c.log, cfg, sum)
 		select {
 		case <-ctx.Done():
@@ -177,7 +178,7 @@ func (p *pendingLog) log(log *slog.Logger, cfg *config.Config, sum *drain.Summar
 	now := time.Now()
 	for _, ps := range sum.Partitions {
 		key := fmt.Sprintf("%s/%s/%d", ps.Stream, ps.Topic, ps.Partition)
-		msg := app.PendingExplanation(ps, cfg, now)
+		msg := ops.PendingExplanation(ps, cfg, now)
 		level := slog.LevelInfo
 		if p.last[key] == ps.Pending {
 			level = slog.LevelDebug

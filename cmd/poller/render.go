@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // render is `poller render`: stdin messages to the object on stdout; what
@@ -19,7 +19,7 @@ func (c *command) render(ctx context.Context) int {
 	if !ok {
 		return 2
 	}
-	o := app.RenderOptions{Envelope: c.opts.envelope, Stream: c.opts.stream, Topic: c.opts.topic,
+	o := ops.RenderOptions{Envelope: c.opts.envelope, Stream: c.opts.stream, Topic: c.opts.topic,
 		Partition: uint32(c.opts.partition), FirstOffset: c.opts.offset}
 	if c.opts.at != "" {
 		t, err := time.Parse(time.RFC3339Nano, c.opts.at)
@@ -37,7 +37,7 @@ func (c *command) render(ctx context.Context) int {
 		o.Errors = &errs
 	}
 	out := bufio.NewWriter(c.stdout)
-	res, err := app.Render(cfg, c.stdin, out, o)
+	res, err := ops.Render(cfg, c.stdin, out, o)
 	if err == nil {
 		err = out.Flush()
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
 )
 
 // CleanupTimeout bounds each cleanup step of a run after its context ends:
@@ -60,4 +61,18 @@ func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
 // age limit and the table cut.
 func Rotation(pc *config.Plugin) batch.Rotation {
 	return batch.Rotation{MaxBytes: pc.MaxObjectBytes(), MaxMessages: pc.MaxMessagesPerFile}
+}
+
+// Transformer is the configuration's [transforms.*] as one pipeline, nil
+// when there are none.
+func Transformer(cfg *config.Config) (batch.Transformer, error) {
+	specs := make([]transform.Spec, len(cfg.Transforms))
+	for i, t := range cfg.Transforms {
+		specs[i] = transform.Spec{Type: t.Type, Table: t.Table}
+	}
+	pipe, err := transform.NewPipeline(specs)
+	if err != nil || pipe.Len() == 0 {
+		return nil, err
+	}
+	return pipe, nil
 }

@@ -20,13 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
 )
 
 // Options are the process's choices that are not configuration.
@@ -73,7 +71,6 @@ type Sink struct {
 	log     *slog.Logger
 	opts    Options
 	iggy    source.Config
-	pipe    batch.Transformer
 	// drainOpts is the configuration as every run takes it, translated once.
 	drainOpts drain.Options
 	host      string
@@ -100,14 +97,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 	host, _ := os.Hostname()
 	s.host = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 
-	pipe, err := transform.NewPipeline(transformSpecs(cfg.Transforms))
+	pipe, err := Transformer(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if pipe.Len() > 0 {
-		s.pipe = pipe
-	}
-	s.drainOpts = DrainOptions(cfg, s.pipe, opts.KeepLimit)
+	s.drainOpts = DrainOptions(cfg, pipe, opts.KeepLimit)
 
 	needAWS := s.State == nil || s.Objects == nil || cfg.Iggy.CredentialsSecret != "" || cfg.Plugin.Tables()
 	var awsCfg aws.Config
@@ -198,14 +192,6 @@ func (s *Sink) setupTable(ctx context.Context, store *state.Dynamo) error {
 		return s.explainDynamo(ctx, table, err)
 	}
 	return nil
-}
-
-func transformSpecs(tables []config.TransformTable) []transform.Spec {
-	specs := make([]transform.Spec, len(tables))
-	for i, t := range tables {
-		specs[i] = transform.Spec{Type: t.Type, Table: t.Table}
-	}
-	return specs
 }
 
 // SecretsAPI is the Secrets Manager call the sink makes.

@@ -15,9 +15,9 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // TestLagAlarmMatchesEMF checks that the lag alarm watches a metric WriteEMF
@@ -132,7 +132,7 @@ func TestTemplateEnvironmentIsConfig(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if strings.HasPrefix(name, "AWS_") || name == "SINK_CONFIG" || name == app.StackGrantsVar {
+		if strings.HasPrefix(name, "AWS_") || name == "SINK_CONFIG" || name == ops.StackGrantsVar {
 			continue // the SDK's own variables; the configuration file's location; the role's grants
 		}
 		opt, ok := options[name]

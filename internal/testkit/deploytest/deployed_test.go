@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
 // lambdaRuntime is what Lambda itself puts in every function's environment,
@@ -143,7 +143,7 @@ func TestDeployedEnvironmentKeepsTheFile(t *testing.T) {
 					t.Errorf("%s: %s = %s in the file became %s with no replacement reported", rel, key, w.Value, g.Value)
 				}
 			}
-			grants, err := app.ParseStackGrants(env[app.StackGrantsVar])
+			grants, err := ops.ParseStackGrants(env[ops.StackGrantsVar])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestDeployedEnvironmentKeepsTheFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				grants, _ := app.ParseStackGrants(env[app.StackGrantsVar])
+				grants, _ := ops.ParseStackGrants(env[ops.StackGrantsVar])
 				if err := grants.Check(cfg); err == nil || !strings.Contains(err.Error(), "deploy with "+name+"=") {
 					t.Errorf("%s deployed without %s: %v; want a refusal naming the parameter", rel, name, err)
 				}
@@ -174,7 +174,7 @@ func TestDeployedEnvironmentKeepsTheFile(t *testing.T) {
 			if prefix := params["Prefix"]; prefix != "" {
 				less := maps.Clone(params)
 				delete(less, "Prefix")
-				grants, _ := app.ParseStackGrants(deployedEnv(t, newStack(t, tpl, less))[app.StackGrantsVar])
+				grants, _ := ops.ParseStackGrants(deployedEnv(t, newStack(t, tpl, less))[ops.StackGrantsVar])
 				if w := grants.Warnings(got); len(w) != 1 || !strings.Contains(w[0], "deploy with Prefix="+prefix) {
 					t.Errorf("%s deployed without Prefix: warnings %v; want one naming Prefix=%s", rel, w, prefix)
 				}

@@ -1,25 +1,11 @@
-package app
+package ops
 
 import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 )
-
-func loadEnv(t *testing.T, env map[string]string) *config.Config {
-	t.Helper()
-	base := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "app", "SINK_TOPICS": "logs"}
-	for k, v := range env {
-		base[k] = v
-	}
-	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := base[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 func TestPendingExplanation(t *testing.T) {
 	now := time.Date(2026, 3, 16, 14, 5, 0, 0, time.UTC)

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
 )
 
 // maxRenderLine is the longest input line Render accepts (Iggy's largest
@@ -89,16 +89,12 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	if len(msgs) == 0 {
 		return res, fmt.Errorf("render: no messages on the input (one payload per line)")
 	}
-	pipe, err := transform.NewPipeline(transformSpecs(cfg.Transforms))
+	tr, err := app.Transformer(cfg)
 	if err != nil {
 		return res, err
 	}
 	p := batch.Partition{Stream: o.Stream, Topic: o.Topic, ID: o.Partition}
-	var tr batch.Transformer
-	if pipe.Len() > 0 {
-		tr = pipe
-	}
-	bo := RecordOptions(cfg, tr)
+	bo := app.RecordOptions(cfg, tr)
 	bo.Schema = st.Schema
 	res.Objects, err = countObjects(p, bo, rotation(cfg), msgs)
 	if err != nil {
@@ -136,7 +132,7 @@ type rendered struct {
 
 // rotation is the sink's rule for where one object ends.
 func rotation(cfg *config.Config) batch.Rotation {
-	return Rotation(&cfg.Plugin)
+	return app.Rotation(&cfg.Plugin)
 }
 
 // renderObject builds the object as the sink does: in memory up to

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -157,7 +158,7 @@ func sinkObject(t *testing.T, env map[string]string, file string) (*config.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := New(context.Background(), cfg, Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
+	sink, err := app.New(context.Background(), cfg, app.Options{State: state.NewMemory(nil), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, err
 		}
 	}
 	app.ApplyMemoryLimit(cfg, h.log)
-	emf := &app.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+	emf := &metrics.EMF{W: h.metrics, Namespace: cfg.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 	s, err := app.New(ctx, cfg, app.Options{Logger: h.log, Hooks: []drain.Hook{emf}})
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (h *handler) prepare(ctx context.Context, started time.Time) (*app.Sink, co
 	s, err := h.setup(ctx)
 	if err != nil {
 		h.log.Error("setup failed", "error", err.Error())
-		failed := &app.EMF{W: h.metrics, Function: h.function, Logger: h.log}
+		failed := &metrics.EMF{W: h.metrics, Function: h.function, Logger: h.log}
 		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
 		return nil, ctx, func() {}, err
 	}
@@ -226,7 +226,7 @@ func (h *handler) prepare(ctx context.Context, started time.Time) (*app.Sink, co
 		cancel()
 		err = fmt.Errorf("start-up check failed: %w", err)
 		h.log.Error("run failed", "error", err.Error())
-		failed := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+		failed := &metrics.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 		failed.Write(metrics.Run{Function: h.function, Duration: time.Since(started), Failed: true})
 		return nil, ctx, func() {}, err
 	}

@@ -49,7 +49,7 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 // request id as the cohort's name.
 func (h *handler) fanOutOptions(ctx context.Context, s *app.Sink) app.FanOutOptions {
 	o := app.FanOutOptions{Rate: &h.rate, ID: requestID(ctx),
-		Metrics: &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}}
+		Metrics: &metrics.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}}
 	if s.Config.Plugin.MaxWorkers > 1 {
 		inv, err := h.invoker(ctx)
 		if err != nil {
@@ -140,7 +140,7 @@ func (h *handler) audit(ctx context.Context) (any, error) {
 	}
 	v := audit.Summarize(reports)
 	v.Tables = tables
-	emf := &app.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
+	emf := &metrics.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 	emf.WriteAudit(metrics.Audit{Partitions: v.Partitions, Objects: v.Objects, GapMarkers: v.GapMarkers, Gaps: v.Gaps, Overlaps: v.Overlaps})
 	res := &auditResult{Mode: "audit", Verdict: v}
 	if verr := app.AuditVerdict(reports); verr != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/configsource"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
 
@@ -101,7 +102,7 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	// -create-table; check names the tables of similar names too.
 	opts := app.Options{CreateTable: c.opts.createTable, PollerTables: true, ReadOnly: readOnly, Logger: c.log}
 	if c.opts.metrics && !readOnly {
-		opts.Hooks = append(opts.Hooks, &app.EMF{W: c.stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: c.log})
+		opts.Hooks = append(opts.Hooks, &metrics.EMF{W: c.stdout, Namespace: cfg.Plugin.MetricsNamespace, Function: "poller", Logger: c.log})
 	}
 	if cmd == "check" {
 		// First, so that it is there when the set-up below fails.

@@ -29,7 +29,7 @@ type FanOutOptions struct {
 	// ID names the cohort a tick starts (the Lambda request id).
 	ID string
 	// Metrics writes the tick's fan-out line; nil writes none.
-	Metrics *EMF
+	Metrics *metrics.EMF
 }
 
 // FanOutReport is what fan-out did in one invocation, next to its run's

@@ -15,6 +15,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
@@ -119,10 +120,10 @@ func TestTickWithOneWorkerIsARun(t *testing.T) {
 func TestTickFansOut(t *testing.T) {
 	f := newFanOutFixture(t, 3)
 	inv := &localInvoker{t: t, f: f}
-	var metrics bytes.Buffer
+	var emfOut bytes.Buffer
 	rate := &fanout.Rate{}
 	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: inv, ID: "tick-1", Rate: rate,
-		Metrics: &EMF{W: &metrics, Function: "fn"}})
+		Metrics: &metrics.EMF{W: &emfOut, Function: "fn"}})
 	inv.wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +157,8 @@ func TestTickFansOut(t *testing.T) {
 			t.Errorf("partition %d drained by %d members", p, n)
 		}
 	}
-	if !strings.Contains(metrics.String(), `"Workers":3,"WorkersStarted":2`) {
-		t.Errorf("fan-out metrics: %s", metrics.String())
+	if !strings.Contains(emfOut.String(), `"Workers":3,"WorkersStarted":2`) {
+		t.Errorf("fan-out metrics: %s", emfOut.String())
 	}
 }
 

@@ -173,6 +173,10 @@ func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summ
 		if th, ok := h.(TablesHook); ok {
 			th.OnTables(res, rerr)
 		}
+		if tw, ok := h.(interface{ WriteTables(metrics.Tables) }); ok {
+			tw.WriteTables(metrics.Tables{Commits: res.Commits, Conflicts: res.Conflicts, Files: res.Files,
+				Latency: res.Latency, Failed: rerr != nil})
+		}
 	}
 	if rerr != nil {
 		return sum, errors.Join(err, fmt.Errorf("iceberg: %w (the objects are archived; the next run registers them)", rerr))
@@ -202,10 +206,4 @@ func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit
 		}
 	}
 	return s.tables.Check(ctx, ids, through)
-}
-
-// OnTables implements TablesHook: the run's table line.
-func (e *EMF) OnTables(res icetable.Result, err error) {
-	e.report(metrics.WriteTables(e.W, e.namespace(), time.Now(), metrics.Tables{Function: e.Function,
-		Commits: res.Commits, Conflicts: res.Conflicts, Files: res.Files, Latency: res.Latency, Failed: err != nil}))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
@@ -355,7 +356,7 @@ func TestMalformedHeadersCounted(t *testing.T) {
 		w.appendRaw("badhdr", 0, []byte(`{"n":5}`), []byte{2, 9, 0, 0}) // a key length that runs past the end
 		w.produce("badhdr", 1, 3, 80)
 		var emf bytes.Buffer
-		s := w.sink(w.config(w.settings("badhdr", "badhdr")), app.Options{Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
+		s := w.sink(w.config(w.settings("badhdr", "badhdr")), app.Options{Hooks: []drain.Hook{&metrics.EMF{W: &emf, Function: "test"}}})
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

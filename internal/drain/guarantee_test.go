@@ -21,6 +21,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
@@ -476,7 +477,7 @@ func TestHeldPartitionReportsNoLag(t *testing.T) {
 			t.Fatalf("crashing run: %v", err)
 		}
 		var emf bytes.Buffer
-		sum, err := w.sink(cfg, app.Options{Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}}).Run(context.Background())
+		sum, err := w.sink(cfg, app.Options{Hooks: []drain.Hook{&metrics.EMF{W: &emf, Function: "test"}}}).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/parquetread"
 )
@@ -464,7 +465,7 @@ func TestErrorObjects(t *testing.T) {
 						w.crashAtEach(cfg, tc.keep, drain.StepUploaded, drain.StepMidUpload)
 					}
 					var emf bytes.Buffer
-					s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
+					s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&metrics.EMF{W: &emf, Function: "test"}}})
 					w.drainUntilQuiet(s, topic, 20)
 					w.checkErrorObjects(s, topic, tc)
 					reports := w.auditClean(s)
@@ -740,7 +741,7 @@ func TestInvalidPayloadsCountedAfterRecovery(t *testing.T) {
 				cfg := w.errorConfig(topic, topic, tc, "error_object")
 				w.crashAtEach(cfg, tc.keep, drain.StepIntent)
 				var emf bytes.Buffer
-				s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&app.EMF{W: &emf, Function: "test"}}})
+				s := w.sink(cfg, app.Options{KeepLimit: tc.keep, Hooks: []drain.Hook{&metrics.EMF{W: &emf, Function: "test"}}})
 				w.drainUntilQuiet(s, topic, 20)
 				if got, want := emfInvalidPayloads(t, emf.Bytes()), countBad(w.sent(topic), tc.bad); got != want {
 					t.Fatalf("EMF InvalidPayloads %d over the runs after the crash, want %d", got, want)

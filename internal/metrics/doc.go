@@ -1,3 +1,3 @@
-// Package metrics renders a drain run's counters as CloudWatch Embedded Metric Format lines.
-// Lambda ships stdout to CloudWatch Logs, which turns each line into metrics without API calls.
+// Package metrics renders a drain run's counters as CloudWatch Embedded Metric Format lines,
+// and EMF is the run hook that writes them (Lambda ships stdout to CloudWatch Logs as metrics).
 package metrics

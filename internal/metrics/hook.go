@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"io"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
 
 // DefaultNamespace is the CloudWatch namespace when none is configured.
@@ -24,14 +23,14 @@ type EMF struct {
 
 // OnRunEnd implements drain.RunHook.
 func (e *EMF) OnRunEnd(sum *drain.Summary, err error) {
-	run := metrics.Run{Function: e.Function, Failed: err != nil}
+	run := Run{Function: e.Function, Failed: err != nil}
 	if sum != nil {
 		run.Duration = time.Duration(sum.DurationMS) * time.Millisecond
 		for _, p := range sum.Partitions {
 			if p.Held {
 				continue // the member or run that holds it reports its lag
 			}
-			run.Partitions = append(run.Partitions, metrics.Partition{
+			run.Partitions = append(run.Partitions, Partition{
 				Stream: p.Stream, Topic: p.Topic, Partition: p.Partition,
 				Objects: p.Objects, Messages: p.Messages, Bytes: p.Bytes, Lag: p.Lag,
 				GapMessages: p.GapMessages(), InvalidPayloads: p.InvalidPayloads, MalformedHeaders: p.MalformedHeaders,
@@ -44,32 +43,32 @@ func (e *EMF) OnRunEnd(sum *drain.Summary, err error) {
 
 // Write writes one run's lines; a write error is logged, never returned:
 // metrics must not fail a run.
-func (e *EMF) Write(run metrics.Run) {
+func (e *EMF) Write(run Run) {
 	ns := e.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
 	}
-	if err := metrics.WriteEMF(e.W, ns, time.Now(), run); err != nil && e.Logger != nil {
+	if err := WriteEMF(e.W, ns, time.Now(), run); err != nil && e.Logger != nil {
 		e.Logger.Warn("writing metrics failed", "error", err.Error())
 	}
 }
 
 // WriteFanOut writes a tick's fan-out line (Function: e.Function unless
 // set); errors are logged, as in Write.
-func (e *EMF) WriteFanOut(f metrics.FanOut) {
+func (e *EMF) WriteFanOut(f FanOut) {
 	if f.Function == "" {
 		f.Function = e.Function
 	}
-	e.report(metrics.WriteFanOut(e.W, e.namespace(), time.Now(), f))
+	e.report(WriteFanOut(e.W, e.namespace(), time.Now(), f))
 }
 
 // WriteAudit writes an audit's line (Function: e.Function unless set);
 // errors are logged, as in Write.
-func (e *EMF) WriteAudit(a metrics.Audit) {
+func (e *EMF) WriteAudit(a Audit) {
 	if a.Function == "" {
 		a.Function = e.Function
 	}
-	e.report(metrics.WriteAudit(e.W, e.namespace(), time.Now(), a))
+	e.report(WriteAudit(e.W, e.namespace(), time.Now(), a))
 }
 
 func (e *EMF) namespace() string {
@@ -83,4 +82,13 @@ func (e *EMF) report(err error) {
 	if err != nil && e.Logger != nil {
 		e.Logger.Warn("writing metrics failed", "error", err.Error())
 	}
+}
+
+// WriteTables writes a run's Iceberg registration line (Function:
+// e.Function unless set); errors are logged, as in Write.
+func (e *EMF) WriteTables(t Tables) {
+	if t.Function == "" {
+		t.Function = e.Function
+	}
+	e.report(WriteTables(e.W, e.namespace(), time.Now(), t))
 }

@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 )
 
 func emfLines(t *testing.T, b []byte) []map[string]any {
@@ -53,8 +52,8 @@ func TestEMFLeavesOutPartitionsOthersHold(t *testing.T) {
 func TestEMFFanOutAndAuditLines(t *testing.T) {
 	var buf bytes.Buffer
 	e := &EMF{W: &buf, Namespace: "Team/Sink", Function: "fn"}
-	e.WriteFanOut(metrics.FanOut{Workers: 3, Started: 2})
-	e.WriteAudit(metrics.Audit{Partitions: 4, Overlaps: 1})
+	e.WriteFanOut(FanOut{Workers: 3, Started: 2})
+	e.WriteAudit(Audit{Partitions: 4, Overlaps: 1})
 	lines := emfLines(t, buf.Bytes())
 	if len(lines) != 2 || lines[0]["Function"] != "fn" || lines[0]["WorkersStarted"] != 2.0 || lines[1]["Function"] != "fn" || lines[1]["AuditOverlaps"] != 1.0 {
 		t.Fatalf("lines:\n%s", buf.String())

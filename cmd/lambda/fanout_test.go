@@ -24,7 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -330,7 +330,7 @@ func TestFanOutUnderEmulator(t *testing.T) {
 	// One worker alone: today's behaviour (max_workers 1).
 	single := startEmulatorIn(t, limit(), bootstrap, st.env("single", st.s3.Endpoint, "http://127.0.0.1:1", 1))
 	began := time.Now()
-	var one app.Result
+	var one fanout.Result
 	if err := json.Unmarshal(single.invoke(t, []byte(`{}`), 2*time.Minute), &one); err != nil || one.Summary == nil {
 		t.Fatalf("single invocation: %v", err)
 	}
@@ -351,7 +351,7 @@ func TestFanOutUnderEmulator(t *testing.T) {
 	router.free <- emus[1]
 	router.free <- emus[2]
 	began = time.Now()
-	var tick app.Result
+	var tick fanout.Result
 	body := emus[0].invoke(t, []byte(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events"}`), 2*time.Minute)
 	if err := json.Unmarshal(body, &tick); err != nil || tick.Summary == nil || tick.FanOut == nil {
 		t.Fatalf("tick result: %v: %s", err, body)
@@ -366,9 +366,9 @@ func TestFanOutUnderEmulator(t *testing.T) {
 	if len(router.refusals) != 0 || len(router.results) != 2 {
 		t.Fatalf("router: %d invocations run, refusals %v", len(router.results), router.refusals)
 	}
-	results := []app.Result{tick}
+	results := []fanout.Result{tick}
 	for _, r := range router.results {
-		var res app.Result
+		var res fanout.Result
 		if r.err != nil || json.Unmarshal(r.body, &res) != nil || res.FanOut == nil || res.FanOut.Role != "worker" || res.FanOut.Cohort != fo.Cohort {
 			t.Fatalf("worker invocation: %v: %s", r.err, r.body)
 		}
@@ -445,7 +445,7 @@ func TestFanOutUnderEmulator(t *testing.T) {
 	}
 
 	// A second tick: nothing left, so one invocation and no workers.
-	var again app.Result
+	var again fanout.Result
 	if err := json.Unmarshal(emus[0].invoke(t, []byte(`{}`), time.Minute), &again); err != nil || again.FanOut == nil || again.FanOut.Plan == nil ||
 		again.FanOut.Plan.Workers != 1 || again.FanOut.Started != 0 || again.Messages != 0 {
 		t.Fatalf("second tick: %v %+v", err, again.FanOut)

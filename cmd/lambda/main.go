@@ -99,7 +99,7 @@ type handler struct {
 	// rate is the drain rate this container measured (fan-out sizing);
 	// inv starts workers, made at the first fan-out.
 	rate fanout.Rate
-	inv  app.Invoker
+	inv  fanout.Invoker
 }
 
 // functionTimeout returns the function's timeout, learnt once.

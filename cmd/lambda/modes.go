@@ -31,24 +31,24 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		return h.audit(ctx)
 	case fanout.ModeWorker:
 		// Too late to take part: end before any set-up or connection.
-		if late := app.LateWorker(req.Cohort, time.Now()); late != nil {
+		if late := fanout.LateWorker(req.Cohort, time.Now()); late != nil {
 			h.log.Info(late.FanOut.Skipped, "cohort", req.Cohort.ID)
 			return late, nil
 		}
-		return h.drain(ctx, func(ctx context.Context, s *app.Sink) (*app.Result, error) {
-			return s.Work(ctx, req.Cohort, h.fanOutOptions(ctx, s))
+		return h.drain(ctx, func(ctx context.Context, s *app.Sink) (*fanout.Result, error) {
+			return s.Coordinator().Work(ctx, req.Cohort, h.fanOutOptions(ctx, s))
 		})
 	}
-	return h.drain(ctx, func(ctx context.Context, s *app.Sink) (*app.Result, error) {
-		return s.Tick(ctx, h.fanOutOptions(ctx, s))
+	return h.drain(ctx, func(ctx context.Context, s *app.Sink) (*fanout.Result, error) {
+		return s.Coordinator().Tick(ctx, h.fanOutOptions(ctx, s))
 	})
 }
 
 // fanOutOptions are the tick's and workers' process-level choices: the
 // rate this container measured, an invoker of this very function, the
 // request id as the cohort's name.
-func (h *handler) fanOutOptions(ctx context.Context, s *app.Sink) app.FanOutOptions {
-	o := app.FanOutOptions{Rate: &h.rate, ID: requestID(ctx),
+func (h *handler) fanOutOptions(ctx context.Context, s *app.Sink) fanout.TickOptions {
+	o := fanout.TickOptions{Rate: &h.rate, ID: requestID(ctx),
 		Metrics: &metrics.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}}
 	if s.Config.Plugin.MaxWorkers > 1 {
 		inv, err := h.invoker(ctx)
@@ -62,11 +62,11 @@ func (h *handler) fanOutOptions(ctx context.Context, s *app.Sink) app.FanOutOpti
 }
 
 // invoker builds the Lambda client once per container.
-func (h *handler) invoker(ctx context.Context) (app.Invoker, error) {
+func (h *handler) invoker(ctx context.Context) (fanout.Invoker, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.inv == nil {
-		inv, err := app.NewLambdaInvoker(ctx, h.function)
+		inv, err := fanout.NewLambdaInvoker(ctx, h.function)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ func (h *handler) invoker(ctx context.Context) (app.Invoker, error) {
 
 // drain runs one drain invocation: set-up, the start-up check, the run
 // (run), its summary and pending lines. A disabled sink drains nothing.
-func (h *handler) drain(ctx context.Context, run func(context.Context, *app.Sink) (*app.Result, error)) (any, error) {
+func (h *handler) drain(ctx context.Context, run func(context.Context, *app.Sink) (*fanout.Result, error)) (any, error) {
 	started := time.Now()
 	s, runCtx, cancel, err := h.prepare(ctx, started)
 	if err != nil || s == nil {
@@ -89,7 +89,7 @@ func (h *handler) drain(ctx context.Context, run func(context.Context, *app.Sink
 	defer cancel()
 	res, err := run(runCtx, s)
 	if res == nil {
-		res = &app.Result{}
+		res = &fanout.Result{}
 	}
 	if res.Summary != nil && res.Summary.Partitions != nil {
 		ops.LogRun(h.log, res.Summary, err, false)

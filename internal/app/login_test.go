@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
@@ -73,7 +74,7 @@ func TestRefusedLoginNamesTheSettings(t *testing.T) {
 				checkErr := sink.Check(ctx, func(CheckResult) {})
 				_, auditErr := sink.Audit(ctx)
 				_, statusErr := sink.Status(ctx)
-				res, tickErr := sink.Tick(ctx, FanOutOptions{})
+				res, tickErr := sink.Coordinator().Tick(ctx, fanout.TickOptions{})
 				if tickErr == nil && res != nil && res.Summary != nil {
 					t.Fatalf("the tick drained with a wrong login: %+v", res.Summary)
 				}

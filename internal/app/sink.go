@@ -22,6 +22,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -296,4 +297,35 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// RunMember drains once as a cohort member: the run's connection joins
+// the consumer groups through settler (see fanout.Settler).
+func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.Summary, error) {
+	r := s.Runner()
+	settler.Owner = r.Owner
+	if lr, ok := s.State.(fanout.LeaseReader); ok {
+		settler.Leases = lr
+	}
+	dial := r.Dial
+	r.Dial = func(ctx context.Context) (drain.Conn, error) {
+		c, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return settler.Wrap(c), nil
+	}
+	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
+	defer cancel()
+	return s.runAndRegister(ctx, r)
+}
+
+// plan measures every partition's lag and sizes the cohort; busy names a
+// consumer group that already has members (a cohort still draining).
+
+// Coordinator runs this sink's Lambda invocations with fan-out.
+func (s *Sink) Coordinator() *fanout.Coordinator {
+	pc := &s.Config.Plugin
+	return &fanout.Coordinator{Sink: s, Streams: s.drainOpts.Streams, Open: s.openIggy, Log: s.log,
+		Settings: fanout.Settings{MaxWorkers: pc.MaxWorkers, WorkerRate: pc.WorkerRate, SettleTimeout: pc.SettleTimeout, DeadlineMargin: pc.DeadlineMargin}}
 }

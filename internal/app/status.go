@@ -42,37 +42,17 @@ func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
 			if err != nil {
 				return out, err
 			}
-			for _, p := range t.Partitions {
-				ps := PartitionStatus{Stream: t.Stream, Topic: t.Topic, Group: t.Group, Partition: p.ID, Messages: p.MessagesCount}
-				if p.MessagesCount > 0 {
-					cur := p.CurrentOffset
-					ps.Current = &cur
-				}
-				off, ok, err := conn.StoredOffset(ctx, t, p.ID)
-				if err != nil {
-					return out, err
-				}
-				if ok {
-					ps.Committed = &off
-				}
-				ps.Lag = statusLag(ps)
-				out = append(out, ps)
+			offsets, err := conn.Offsets(ctx, t)
+			if err != nil {
+				return out, err
+			}
+			for _, p := range offsets {
+				out = append(out, PartitionStatus{Stream: t.Stream, Topic: t.Topic, Group: t.Group, Partition: p.Partition,
+					Messages: p.Messages, Current: p.Current, Committed: p.Committed, Lag: p.Lag()})
 			}
 		}
 	}
 	return out, nil
-}
-
-func statusLag(ps PartitionStatus) uint64 {
-	switch {
-	case ps.Current == nil:
-		return 0
-	case ps.Committed == nil:
-		return *ps.Current + 1
-	case *ps.Current > *ps.Committed:
-		return *ps.Current - *ps.Committed
-	}
-	return 0
 }
 
 // WriteStatus prints Status as a table, one partition per line.

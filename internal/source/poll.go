@@ -76,3 +76,46 @@ func (c *Conn) StoreOffset(ctx context.Context, t *Topic, p uint32, offset uint6
 	}
 	return nil
 }
+
+// PartitionOffsets is where a consumer group stands on one partition.
+type PartitionOffsets struct {
+	Partition uint32
+	Messages  uint64
+	Current   *uint64 // the newest offset; nil when the partition is empty
+	Committed *uint64 // the group's stored offset; nil when it stored none
+}
+
+// Lag is the messages the group has yet to read.
+func (p PartitionOffsets) Lag() uint64 {
+	switch {
+	case p.Current == nil:
+		return 0
+	case p.Committed == nil:
+		return *p.Current + 1
+	case *p.Current > *p.Committed:
+		return *p.Current - *p.Committed
+	}
+	return 0
+}
+
+// Offsets reads where t's group stands on each of t's partitions, joining
+// nothing and writing nothing.
+func (c *Conn) Offsets(ctx context.Context, t *Topic) ([]PartitionOffsets, error) {
+	out := make([]PartitionOffsets, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		po := PartitionOffsets{Partition: p.ID, Messages: p.MessagesCount}
+		if p.MessagesCount > 0 {
+			cur := p.CurrentOffset
+			po.Current = &cur
+		}
+		off, ok, err := c.StoredOffset(ctx, t, p.ID)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			po.Committed = &off
+		}
+		out = append(out, po)
+	}
+	return out, nil
+}

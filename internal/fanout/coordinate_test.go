@@ -1,4 +1,4 @@
-package app
+package fanout_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
@@ -52,13 +53,13 @@ func newFanOutFixture(t *testing.T, maxWorkers int) *fanOutFixture {
 }
 
 // sink is one invocation's sink (its own clients), on the shared state.
-func (f *fanOutFixture) sink(t *testing.T) *Sink {
+func (f *fanOutFixture) sink(t *testing.T) *app.Sink {
 	t.Helper()
 	cfg, err := config.Load("", envOf(f.env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), cfg, Options{State: f.state, Logger: slog.New(slog.DiscardHandler)})
+	s, err := app.New(context.Background(), cfg, app.Options{State: f.state, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ type localInvoker struct {
 	fail    error
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	results []*Result
+	results []*fanout.Result
 	errs    []error
 }
 
@@ -89,7 +90,7 @@ func (l *localInvoker) Start(ctx context.Context, payload []byte) error {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		res, err := s.Work(context.WithoutCancel(ctx), req.Cohort, FanOutOptions{})
+		res, err := s.Coordinator().Work(context.WithoutCancel(ctx), req.Cohort, fanout.TickOptions{})
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.results, l.errs = append(l.results, res), append(l.errs, err)
@@ -105,7 +106,7 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 
 func TestTickWithOneWorkerIsARun(t *testing.T) {
 	f := newFanOutFixture(t, 1)
-	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: &localInvoker{t: t, f: f, fail: errors.New("must not be called")}})
+	res, err := f.sink(t).Coordinator().Tick(deadline(t, time.Minute), fanout.TickOptions{Invoker: &localInvoker{t: t, f: f, fail: errors.New("must not be called")}})
 	if err != nil || res.FanOut != nil || res.Messages != 2400 {
 		t.Fatalf("tick: %v, fan-out %+v, %d messages; want a plain run of all 2400", err, res.FanOut, res.Messages)
 	}
@@ -122,7 +123,7 @@ func TestTickFansOut(t *testing.T) {
 	inv := &localInvoker{t: t, f: f}
 	var emfOut bytes.Buffer
 	rate := &fanout.Rate{}
-	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: inv, ID: "tick-1", Rate: rate,
+	res, err := f.sink(t).Coordinator().Tick(deadline(t, time.Minute), fanout.TickOptions{Invoker: inv, ID: "tick-1", Rate: rate,
 		Metrics: &metrics.EMF{W: &emfOut, Function: "fn"}})
 	inv.wg.Wait()
 	if err != nil {
@@ -132,7 +133,7 @@ func TestTickFansOut(t *testing.T) {
 	if fo == nil || fo.Plan == nil || fo.Plan.Workers != 3 || fo.Started != 2 || fo.Workers != 3 || fo.Gathered != 3 || fo.Cohort != "tick-1" {
 		t.Fatalf("fan-out %+v", fo)
 	}
-	all := append([]*Result{res}, inv.results...)
+	all := append([]*fanout.Result{res}, inv.results...)
 	drainedBy := map[uint32]int{}
 	var total uint64
 	for i, r := range all {
@@ -187,7 +188,7 @@ func tickBesideAMember(t *testing.T, rate string) {
 		t.Fatal(err)
 	}
 	inv := &localInvoker{t: t, f: f}
-	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: inv})
+	res, err := f.sink(t).Coordinator().Tick(deadline(t, time.Minute), fanout.TickOptions{Invoker: inv})
 	if err != nil || res.FanOut == nil || !strings.Contains(res.FanOut.Skipped, "a cohort is still draining") || res.Messages != 0 || len(inv.results) != 0 {
 		t.Fatalf("tick beside a live member: %v, %+v, %d messages, %d workers", err, res.FanOut, res.Messages, len(inv.results))
 	}
@@ -202,7 +203,7 @@ func tickBesideAMember(t *testing.T, rate string) {
 func TestTickDrainsAloneWhenWorkersCannotStart(t *testing.T) {
 	f := newFanOutFixture(t, 3)
 	inv := &localInvoker{t: t, f: f, fail: errors.New("fan-out: invoke fn: access denied")}
-	res, err := f.sink(t).Tick(deadline(t, time.Minute), FanOutOptions{Invoker: inv})
+	res, err := f.sink(t).Coordinator().Tick(deadline(t, time.Minute), fanout.TickOptions{Invoker: inv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +216,16 @@ func TestWorkTooLate(t *testing.T) {
 	f := newFanOutFixture(t, 3)
 	before := f.broker.Connections()
 	past := time.Now().Add(-time.Second)
-	res, err := f.sink(t).Work(deadline(t, time.Minute), &fanout.Cohort{ID: "old", Workers: 2,
-		Anchors: []fanout.Anchored{{Stream: "app", Topic: "logs", Group: "iggy-connect-sink-s3"}}, NotAfter: past, SettleBy: past}, FanOutOptions{})
+	res, err := f.sink(t).Coordinator().Work(deadline(t, time.Minute), &fanout.Cohort{ID: "old", Workers: 2,
+		Anchors: []fanout.Anchored{{Stream: "app", Topic: "logs", Group: "iggy-connect-sink-s3"}}, NotAfter: past, SettleBy: past}, fanout.TickOptions{})
 	if err != nil || res.FanOut == nil || !strings.Contains(res.FanOut.Skipped, "too late to take part") || res.Messages != 0 {
 		t.Fatalf("late worker: %v %+v", err, res.FanOut)
 	}
 	if n := f.broker.Connections(); n != before {
 		t.Fatalf("a late worker connected to Iggy (%d -> %d connections)", before, n)
 	}
+}
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

@@ -31,7 +31,7 @@ type stateReader interface {
 // state that cannot be read (no table, no permission) is noted and the
 // partition is checked against the group alone.
 func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, error) {
-	conn, err := s.openIggy(ctx)
+	conn, err := s.OpenIggy(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, e
 	reports, err := audit.CheckWith(ctx, s.Objects, s.drainOpts.Names, parts, audit.Options{Progress: o.Progress})
 	if err != nil && ctx.Err() == nil {
 		// A listing failed: say what to fix, as poller check does.
-		err = s.explainS3("list", err)
+		err = s.Explainer().S3("list", err)
 	}
 	if stateErr != nil && len(reports) > 0 {
 		s.log.Warn("the audit could not read the state table; partitions are checked against the consumer group only", "error", stateErr.Error())

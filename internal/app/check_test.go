@@ -282,47 +282,6 @@ func TestCheckNamesSimilarTables(t *testing.T) {
 	}
 }
 
-func TestIsAWSEndpoint(t *testing.T) {
-	for endpoint, want := range map[string]bool{
-		"": true,
-		"https://dynamodb.us-east-1.amazonaws.com":                    true,
-		"http://dynamodb.us-east-1.amazonaws.com":                     true,
-		"https://dynamodb-fips.us-gov-west-1.amazonaws.com":           true,
-		"https://vpce-0a1b-xyz.dynamodb.eu-west-1.vpce.amazonaws.com": true,
-		"https://dynamodb.cn-north-1.amazonaws.com.cn":                true,
-		"https://dynamodb.us-east-1.api.aws":                          true,
-		"https://DynamoDB.US-EAST-1.AmazonAWS.com.":                   true,
-		"::not a url":                      true,
-		"http://127.0.0.1:8000":            false,
-		"http://localhost:4566":            false,
-		"http://dynamodb-local:8000":       false,
-		"http://amazonaws.com.example.org": false,
-		"http://notamazonaws.com":          false,
-	} {
-		if got := isAWSEndpoint(endpoint); got != want {
-			t.Errorf("isAWSEndpoint(%q) = %v, want %v", endpoint, got, want)
-		}
-	}
-}
-
-func TestSimilarNames(t *testing.T) {
-	names := []string{"sink-state", "Sink-Stat", "iggy-s3-sink-StateTable-1X2Y3Z", "orders", "sink-state-old", "a", "sink"}
-	for _, tc := range []struct {
-		name string
-		want []string
-	}{
-		{"sink-stat", []string{"Sink-Stat", "sink-state", "sink-state-old"}},
-		{"StateTable", []string{"iggy-s3-sink-StateTable-1X2Y3Z"}},
-		{"orderz", []string{"orders"}},
-		{"payments", nil},
-	} {
-		got := similarNames(tc.name, names, 3)
-		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-			t.Errorf("similarNames(%q) = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
 func closedAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

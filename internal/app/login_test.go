@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -113,28 +112,4 @@ func (s *servers) sink(t *testing.T, edits map[string]string, opts Options) *Sin
 		t.Fatalf("New: %v", err)
 	}
 	return sink
-}
-
-// TestCredentialsFixNamesOnlySettings: the hint after a refused login for
-// each way the credentials can come, never with a value.
-func TestCredentialsFixNamesOnlySettings(t *testing.T) {
-	for _, tc := range []struct {
-		iggy source.Config
-		gave secretFields
-		want string
-	}{
-		{source.Config{Username: "u", Password: "p"}, secretFields{}, "fix iggy.username / iggy.password (IGGY_USERNAME / IGGY_PASSWORD)"},
-		{source.Config{Username: "u", Password: "p", Token: "t"}, secretFields{}, "fix the personal access token, iggy.token (IGGY_TOKEN)"},
-		{source.Config{Username: "u", Password: "p"}, secretFields{id: "s", username: true, password: true}, `fix "username" and "password" in Secrets Manager secret "s" (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET)`},
-		{source.Config{Username: "u", Password: "p"}, secretFields{id: "s", username: true}, `fix "username" in Secrets Manager secret "s" (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET), or iggy.password (IGGY_PASSWORD)`},
-		{source.Config{Username: "u", Password: "p"}, secretFields{id: "s", password: true}, `fix the password in Secrets Manager secret "s" (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET), or iggy.username (IGGY_USERNAME)`},
-		{source.Config{Token: "t"}, secretFields{id: "s", token: true}, `fix the personal access token, "token" in Secrets Manager secret "s" (iggy.credentials_secret / IGGY_CREDENTIALS_SECRET)`},
-		// The secret gave an address only: the credentials are the configuration's.
-		{source.Config{Username: "u", Password: "p"}, secretFields{id: "s"}, "fix iggy.username / iggy.password (IGGY_USERNAME / IGGY_PASSWORD)"},
-	} {
-		s := &Sink{iggy: tc.iggy, secretGave: tc.gave, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		if got := s.credentialsFix(); got != tc.want {
-			t.Errorf("%+v from %+v:\n got %s\nwant %s", tc.iggy.Token != "", tc.gave, got, tc.want)
-		}
-	}
 }

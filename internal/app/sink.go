@@ -22,6 +22,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/explain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
@@ -79,7 +80,7 @@ type Sink struct {
 	tables tableRegistrar
 	// secretGave is what the credentials secret supplied (loadSecret), so
 	// that a refused login names where the credentials came from.
-	secretGave secretFields
+	secretGave explain.SecretFields
 	// ddbEndpoint is the DynamoDB endpoint the client resolved ("" for
 	// AWS's own, by region).
 	ddbEndpoint string
@@ -181,16 +182,16 @@ func (s *Sink) setupTable(ctx context.Context, store *state.Dynamo) error {
 	if errors.Is(err, state.ErrTableMissing) {
 		switch {
 		case s.opts.CreateTable:
-			s.log.Warn("the state table does not exist; creating it, as asked (-create-table)", "table", table, "where", s.dynamoWhere())
+			s.log.Warn("the state table does not exist; creating it, as asked (-create-table)", "table", table, "where", s.Explainer().DynamoWhere())
 			err = store.EnsureTable(ctx)
-		case s.opts.PollerTables && !isAWSEndpoint(s.ddbEndpoint):
+		case s.opts.PollerTables && !explain.IsAWSEndpoint(s.ddbEndpoint):
 			s.log.Warn("the state table does not exist; creating it, since this DynamoDB is a local stand-in, not AWS (against AWS the poller creates a table only with -create-table, the Lambda never)",
-				"table", table, "where", s.dynamoWhere())
+				"table", table, "where", s.Explainer().DynamoWhere())
 			err = store.EnsureTable(ctx)
 		}
 	}
 	if err != nil {
-		return s.explainDynamo(ctx, table, err)
+		return s.Explainer().Dynamo(ctx, table, err)
 	}
 	return nil
 }
@@ -211,7 +212,7 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 	raw := aws.ToString(out.SecretString)
 	if !strings.HasPrefix(strings.TrimSpace(raw), "{") {
 		s.iggy.Password = raw
-		s.secretGave = secretFields{id: id, password: true}
+		s.secretGave = explain.SecretFields{ID: id, Password: true}
 		return nil
 	}
 	var v struct{ Address, Username, Password, Token string }
@@ -224,17 +225,17 @@ func (s *Sink) loadSecret(ctx context.Context, sm SecretsAPI, id string) error {
 	}
 	if v.Username != "" {
 		s.iggy.Username = v.Username
-		s.secretGave.username = true
+		s.secretGave.Username = true
 	}
 	if v.Password != "" {
 		s.iggy.Password = v.Password
-		s.secretGave.password = true
+		s.secretGave.Password = true
 	}
 	if v.Token != "" {
 		s.iggy.Token = v.Token
-		s.secretGave.token = true
+		s.secretGave.Token = true
 	}
-	s.secretGave.id = id
+	s.secretGave.ID = id
 	return nil
 }
 
@@ -263,7 +264,7 @@ func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
 // dial connects and resolves the configured topics, refusing the run when
 // two of them are one topic or would share keys.
 func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
-	conn, err := s.openIggy(ctx)
+	conn, err := s.OpenIggy(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +327,27 @@ func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.S
 // Coordinator runs this sink's Lambda invocations with fan-out.
 func (s *Sink) Coordinator() *fanout.Coordinator {
 	pc := &s.Config.Plugin
-	return &fanout.Coordinator{Sink: s, Streams: s.drainOpts.Streams, Open: s.openIggy, Log: s.log,
+	return &fanout.Coordinator{Sink: s, Streams: s.drainOpts.Streams, Open: s.OpenIggy, Log: s.log,
 		Settings: fanout.Settings{MaxWorkers: pc.MaxWorkers, WorkerRate: pc.WorkerRate, SettleTimeout: pc.SettleTimeout, DeadlineMargin: pc.DeadlineMargin}}
+}
+
+// OpenIggy connects and logs in to Iggy; a refused login names the
+// settings that hold the credentials.
+func (s *Sink) OpenIggy(ctx context.Context) (*source.Conn, error) {
+	conn, err := source.Open(ctx, s.iggy)
+	if err != nil {
+		return nil, s.Explainer().Iggy(err)
+	}
+	return conn, nil
+}
+
+// Explainer says which setting to fix after a failure of Iggy, S3 or
+// DynamoDB, knowing where each is and what the credentials secret gave.
+func (s *Sink) Explainer() *explain.Explainer {
+	e := &explain.Explainer{Plugin: &s.Config.Plugin, ServicesRegion: s.Config.ServicesRegion, DynamoEndpoint: s.ddbEndpoint,
+		PollerTables: s.opts.PollerTables, Token: s.iggy.Token != "", Secret: s.secretGave, Log: s.log}
+	if l, ok := s.State.(explain.TableLister); ok {
+		e.Tables = l
+	}
+	return e
 }

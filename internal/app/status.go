@@ -30,7 +30,7 @@ const statusTimeout = time.Minute
 func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	conn, err := s.openIggy(ctx)
+	conn, err := s.OpenIggy(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -222,7 +222,7 @@ func (h *handler) prepare(ctx context.Context, started time.Time) (*app.Sink, co
 	if dl, ok := ctx.Deadline(); ok {
 		runCtx, cancel = context.WithDeadline(ctx, dl.Add(-cleanupMargin))
 	}
-	if err := s.Preflight(runCtx); err != nil {
+	if err := ops.NewChecker(s).Preflight(runCtx); err != nil {
 		cancel()
 		err = fmt.Errorf("start-up check failed: %w", err)
 		h.log.Error("run failed", "error", err.Error())

@@ -126,7 +126,7 @@ func (h *handler) audit(ctx context.Context) (any, error) {
 		ctx, cancel = context.WithDeadline(ctx, dl.Add(-cleanupMargin))
 		defer cancel()
 	}
-	reports, err := s.Audit(ctx)
+	reports, err := ops.NewAuditor(s, h.log).Audit(ctx, ops.AuditOptions{})
 	if err != nil {
 		err = fmt.Errorf("audit: %w", err)
 		h.log.Error("audit failed", "error", err.Error())
@@ -143,11 +143,11 @@ func (h *handler) audit(ctx context.Context) (any, error) {
 	emf := &metrics.EMF{W: h.metrics, Namespace: s.Config.Plugin.MetricsNamespace, Function: h.function, Logger: h.log}
 	emf.WriteAudit(metrics.Audit{Partitions: v.Partitions, Objects: v.Objects, GapMarkers: v.GapMarkers, Gaps: v.Gaps, Overlaps: v.Overlaps})
 	res := &auditResult{Mode: "audit", Verdict: v}
-	if verr := app.AuditVerdict(reports); verr != nil {
+	if verr := ops.AuditVerdict(reports); verr != nil {
 		h.log.Error("audit found violations", "overlaps", v.Overlaps, "unreported_gaps", v.Gaps, "reports", reports)
 		return res, verr
 	}
-	if verr := app.TablesVerdict(tables); verr != nil {
+	if verr := ops.TablesVerdict(tables); verr != nil {
 		v.OK, res.Verdict.OK = false, false
 		h.log.Error("audit found table violations", "tables", tables)
 		return res, verr

@@ -121,14 +121,14 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	}
 	switch cmd {
 	case "check":
-		return c.fail(s.WriteCheck(ctx, c.stdout), "check")
+		return c.fail(ops.NewChecker(s).Write(ctx, c.stdout), "check")
 	case "audit":
 		progress := newAuditProgress(c.stderr, time.Now, auditProgressEvery)
-		return c.fail(s.WriteAuditWith(ctx, c.stdout, app.AuditOptions{JSON: c.opts.json, Progress: progress.report}), "audit")
+		return c.fail(ops.NewAuditor(s, c.log).Write(ctx, c.stdout, ops.AuditOptions{JSON: c.opts.json, Progress: progress.report}), "audit")
 	case "status":
-		return c.fail(s.WriteStatus(ctx, c.stdout), "status")
+		return c.fail(ops.WriteStatus(ctx, c.stdout, s), "status")
 	}
-	if err := s.Preflight(ctx); err != nil {
+	if err := ops.NewChecker(s).Preflight(ctx); err != nil {
 		if c.stoppedAtStart(ctx, cmd, "the start-up checks") {
 			return 0
 		}
@@ -196,7 +196,7 @@ func (c *command) fail(err error, what string) int {
 	if err == nil {
 		return 0
 	}
-	var ce *app.CheckError
+	var ce *ops.CheckError
 	switch {
 	case errors.As(err, &ce):
 		fmt.Fprintln(c.stderr, "poller check: failed:", ce.Error())

@@ -19,6 +19,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -123,7 +124,7 @@ func demo(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "    %s\n", first)
 	}
 	fmt.Fprintf(out, "\nAudit (every partition's objects are contiguous, do not overlap, and reach the committed offset):\n")
-	if err := s.WriteAudit(ctx, indent{out}); err != nil {
+	if err := ops.NewAuditor(s, slog.New(slog.DiscardHandler)).Write(ctx, indent{out}, ops.AuditOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `

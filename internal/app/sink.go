@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -19,11 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/explain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
@@ -280,20 +279,6 @@ func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
 	return conn, nil
 }
 
-// Audit checks every configured partition's objects against its committed
-// offset and its state (see AuditWith).
-func (s *Sink) Audit(ctx context.Context) ([]audit.Report, error) {
-	return s.AuditWith(ctx, AuditOptions{})
-}
-
-// ErrAuditFailed reports an overlap or an unreported gap.
-var ErrAuditFailed = errors.New("audit found overlapping objects or unreported gaps")
-
-// WriteAudit runs Audit, prints the report, and returns ErrAuditFailed on any violation.
-func (s *Sink) WriteAudit(ctx context.Context, w io.Writer) error {
-	return s.WriteAuditWith(ctx, w, AuditOptions{})
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -351,3 +336,20 @@ func (s *Sink) Explainer() *explain.Explainer {
 	}
 	return e
 }
+
+// OpenTopics connects as OpenIggy does and refuses, as a run does, a
+// configuration two of whose topics are one or would share keys.
+func (s *Sink) OpenTopics(ctx context.Context) (*source.Conn, error) {
+	conn, err := s.OpenIggy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Names names every object the sink writes.
+func (s *Sink) Names() *keys.Namer { return s.drainOpts.Names }

@@ -28,6 +28,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	miniserver "github.com/truora/minidyn/server"
+
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
@@ -36,12 +38,12 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/s3fake"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
-	miniserver "github.com/truora/minidyn/server"
 )
 
 // Secrets used by every end-to-end test; no log line or error may contain them.
@@ -541,7 +543,7 @@ func (w *world) checkGeneration(all []object, gen uint32, parts [][]sent, topic,
 func (w *world) auditClean(s *app.Sink) []audit.Report {
 	w.t.Helper()
 	var buf bytes.Buffer
-	reports, err := s.Audit(context.Background())
+	reports, err := ops.NewAuditor(s, slog.New(slog.DiscardHandler)).Audit(context.Background(), ops.AuditOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -91,7 +93,7 @@ func (w *world) tablesClean(s *app.Sink, reports []audit.Report) {
 // registered, and no run has taken the partition since (the next does).
 func (w *world) tablesBehind(s *app.Sink) bool {
 	w.t.Helper()
-	reports, err := s.Audit(context.Background())
+	reports, err := ops.NewAuditor(s, slog.New(slog.DiscardHandler)).Audit(context.Background(), ops.AuditOptions{})
 	if err != nil {
 		w.t.Fatalf("audit: %v", err)
 	}

@@ -1,17 +1,45 @@
-package app
+package ops
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/explain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
 // AuditOptions are an audit's choices.
+// Auditor checks the archive against Iggy's committed offsets and the
+// state table, and the tables against the archive.
+type Auditor struct {
+	Config  *config.Config
+	Objects audit.Lister
+	State   any // read when it can be
+	Names   *keys.Namer
+	Open    func(ctx context.Context) (*source.Conn, error) // with the topics resolved as a run does
+	Explain *explain.Explainer
+	Tables  func(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error)
+	Log     *slog.Logger
+}
+
+// NewAuditor audits s's archive.
+func NewAuditor(s *app.Sink, log *slog.Logger) *Auditor {
+	return &Auditor{Config: s.Config, Objects: s.Objects, State: s.State, Names: s.Names(), Open: s.OpenTopics,
+		Explain: s.Explainer(), Tables: s.AuditTables, Log: log}
+}
+
+// ErrAuditFailed reports an overlap or an unreported gap.
+var ErrAuditFailed = errors.New("audit found overlapping objects or unreported gaps")
+
 type AuditOptions struct {
 	// Progress, when set, is told how far long listings have come.
 	Progress func(audit.Progress)
@@ -30,15 +58,12 @@ type stateReader interface {
 // no group and writes nothing, so it does not disturb running sinks. A
 // state that cannot be read (no table, no permission) is noted and the
 // partition is checked against the group alone.
-func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, error) {
-	conn, err := s.OpenIggy(ctx)
+func (s *Auditor) Audit(ctx context.Context, o AuditOptions) ([]audit.Report, error) {
+	conn, err := s.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	if _, err := resolveTopics(ctx, conn, s.Config); err != nil {
-		return nil, err
-	}
 	var parts []audit.Partition
 	var stateErr error
 	for _, st := range s.Config.Streams {
@@ -63,20 +88,20 @@ func (s *Sink) AuditWith(ctx context.Context, o AuditOptions) ([]audit.Report, e
 			}
 		}
 	}
-	reports, err := audit.CheckWith(ctx, s.Objects, s.drainOpts.Names, parts, audit.Options{Progress: o.Progress})
+	reports, err := audit.CheckWith(ctx, s.Objects, s.Names, parts, audit.Options{Progress: o.Progress})
 	if err != nil && ctx.Err() == nil {
 		// A listing failed: say what to fix, as poller check does.
-		err = s.Explainer().S3("list", err)
+		err = s.Explain.S3("list", err)
 	}
 	if stateErr != nil && len(reports) > 0 {
-		s.log.Warn("the audit could not read the state table; partitions are checked against the consumer group only", "error", stateErr.Error())
+		s.Log.Warn("the audit could not read the state table; partitions are checked against the consumer group only", "error", stateErr.Error())
 		reports[0].Notes = append(reports[0].Notes, "state not read, so not checked: "+stateErr.Error())
 	}
 	return reports, err
 }
 
 // auditState reads one partition's state for the audit.
-func (s *Sink) auditState(ctx context.Context, key state.Key) (*audit.State, error) {
+func (s *Auditor) auditState(ctx context.Context, key state.Key) (*audit.State, error) {
 	r, ok := s.State.(stateReader)
 	if !ok {
 		return nil, errors.New("the state store cannot be read")
@@ -101,12 +126,12 @@ func (s *Sink) auditState(ctx context.Context, key state.Key) (*audit.State, err
 
 // WriteAuditWith runs AuditWith and prints the report (text, or JSON with
 // o.JSON); it returns ErrAuditFailed on any violation.
-func (s *Sink) WriteAuditWith(ctx context.Context, w io.Writer, o AuditOptions) error {
-	reports, err := s.AuditWith(ctx, o)
+func (s *Auditor) Write(ctx context.Context, w io.Writer, o AuditOptions) error {
+	reports, err := s.Audit(ctx, o)
 	if err != nil {
 		return err
 	}
-	tables, err := s.AuditTables(ctx, reports)
+	tables, err := s.Tables(ctx, reports)
 	if err != nil {
 		return err
 	}

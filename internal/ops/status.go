@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 )
 
 // PartitionStatus is where the sink stands on one partition, as Iggy sees
@@ -27,7 +29,7 @@ const statusTimeout = time.Minute
 
 // Status reads every configured partition's offsets. Like Audit it joins
 // no group and writes nothing, so it can run beside live sinks.
-func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
+func Status(ctx context.Context, s *app.Sink) ([]PartitionStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	conn, err := s.OpenIggy(ctx)
@@ -56,8 +58,8 @@ func (s *Sink) Status(ctx context.Context) ([]PartitionStatus, error) {
 }
 
 // WriteStatus prints Status as a table, one partition per line.
-func (s *Sink) WriteStatus(ctx context.Context, w io.Writer) error {
-	rows, err := s.Status(ctx)
+func WriteStatus(ctx context.Context, w io.Writer, s *app.Sink) error {
+	rows, err := Status(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
@@ -65,12 +66,12 @@ func (s *servers) check(t *testing.T, edits map[string]string) ([]CheckResult, e
 		env[k] = v
 	}
 	cfg := loadEnv(t, env)
-	sink, err := New(context.Background(), cfg, Options{ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})
+	sink, err := app.New(context.Background(), cfg, app.Options{ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	var lines []CheckResult
-	err = sink.Check(context.Background(), func(r CheckResult) { lines = append(lines, r) })
+	err = NewChecker(sink).Check(context.Background(), func(r CheckResult) { lines = append(lines, r) })
 	return lines, err
 }
 
@@ -194,21 +195,21 @@ func TestPreflightFailsAtStart(t *testing.T) {
 		env[k] = v
 	}
 	env["SINK_BUCKET"] = "no-such-bucket"
-	sink, err := New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	sink, err := app.New(context.Background(), loadEnv(t, env), app.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sink.Preflight(context.Background())
+	err = NewChecker(sink).Preflight(context.Background())
 	var ce *CheckError
 	if !errors.As(err, &ce) || ce.First.Name != "s3 bucket" || !strings.Contains(err.Error(), "no-such-bucket") {
 		t.Fatalf("Preflight = %v, want the missing bucket named", err)
 	}
 	env["SINK_BUCKET"] = "checked"
-	sink, err = New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	sink, err = app.New(context.Background(), loadEnv(t, env), app.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Preflight(context.Background()); err != nil {
+	if err := NewChecker(sink).Preflight(context.Background()); err != nil {
 		t.Fatalf("Preflight with everything in place: %v", err)
 	}
 }
@@ -228,16 +229,16 @@ func TestNewCreatesTheTableLoudly(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		table string
-		opts  Options
+		opts  app.Options
 		warn  string
 	}{
-		{"asked-table", Options{CreateTable: true}, "as asked (-create-table)"},
-		{"local-table", Options{PollerTables: true}, "a local stand-in"},
+		{"asked-table", app.Options{CreateTable: true}, "as asked (-create-table)"},
+		{"local-table", app.Options{PollerTables: true}, "a local stand-in"},
 	} {
 		env["SINK_STATE_TABLE"] = tc.table
 		var logs strings.Builder
 		tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		if _, err := New(context.Background(), loadEnv(t, env), tc.opts); err != nil {
+		if _, err := app.New(context.Background(), loadEnv(t, env), tc.opts); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), tc.table) || !strings.Contains(logs.String(), tc.warn) {
@@ -249,7 +250,7 @@ func TestNewCreatesTheTableLoudly(t *testing.T) {
 	}
 	// Without either (the Lambda) a missing table is an error naming it.
 	env["SINK_STATE_TABLE"] = "other-table"
-	_, err := New(context.Background(), loadEnv(t, env), Options{Logger: slog.New(slog.DiscardHandler)})
+	_, err := app.New(context.Background(), loadEnv(t, env), app.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), `"other-table" does not exist at endpoint `+s.moto.Endpoint) ||
 		!strings.Contains(err.Error(), "deploy the template") || strings.Contains(err.Error(), "-create-table") {
 		t.Fatalf("New without CreateTable = %v", err)
@@ -269,8 +270,8 @@ func TestCheckNamesSimilarTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sink := s.sink(t, map[string]string{"SINK_STATE_TABLE": "sink-stat"}, Options{ReadOnly: true, PollerTables: true, Logger: slog.New(slog.DiscardHandler)})
-	r := sink.checkTable(context.Background())
+	sink := s.sink(t, map[string]string{"SINK_STATE_TABLE": "sink-stat"}, app.Options{ReadOnly: true, PollerTables: true, Logger: slog.New(slog.DiscardHandler)})
+	r := NewChecker(sink).checkTable(context.Background())
 	for _, want := range []string{`table "sink-stat" does not exist at endpoint ` + s.moto.Endpoint + " (AWS_ENDPOINT_URL_DYNAMODB)",
 		`tables of similar names there: "sink-state", "prod-sink-state-Table-1ABC"`, "SINK_STATE_TABLE", "let poller once or run create it"} {
 		if r.Err == nil || !strings.Contains(r.Err.Error(), want) {

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
@@ -68,11 +69,11 @@ func TestRefusedLoginNamesTheSettings(t *testing.T) {
 				for k, v := range tc.edits {
 					env[k] = v
 				}
-				sink := s.sink(t, env, Options{Logger: slog.New(slog.DiscardHandler)})
+				sink := s.sink(t, env, app.Options{Logger: slog.New(slog.DiscardHandler)})
 				ctx := context.Background()
-				checkErr := sink.Check(ctx, func(CheckResult) {})
-				_, auditErr := sink.Audit(ctx)
-				_, statusErr := sink.Status(ctx)
+				checkErr := NewChecker(sink).Check(ctx, func(CheckResult) {})
+				_, auditErr := NewAuditor(sink, slog.New(slog.DiscardHandler)).Audit(ctx, AuditOptions{})
+				_, statusErr := Status(ctx, sink)
 				res, tickErr := sink.Coordinator().Tick(ctx, fanout.TickOptions{})
 				if tickErr == nil && res != nil && res.Summary != nil {
 					t.Fatalf("the tick drained with a wrong login: %+v", res.Summary)
@@ -98,7 +99,7 @@ func TestRefusedLoginNamesTheSettings(t *testing.T) {
 }
 
 // sink builds a sink from the servers' configuration with edits.
-func (s *servers) sink(t *testing.T, edits map[string]string, opts Options) *Sink {
+func (s *servers) sink(t *testing.T, edits map[string]string, opts app.Options) *app.Sink {
 	t.Helper()
 	env := map[string]string{}
 	for k, v := range s.cfg {
@@ -107,7 +108,7 @@ func (s *servers) sink(t *testing.T, edits map[string]string, opts Options) *Sin
 	for k, v := range edits {
 		env[k] = v
 	}
-	sink, err := New(context.Background(), loadEnv(t, env), opts)
+	sink, err := app.New(context.Background(), loadEnv(t, env), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -1,4 +1,4 @@
-package app
+package ops
 
 import (
 	"cmp"
@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/explain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
 // CheckResult is one line of `poller check`: what was checked, what was
@@ -42,6 +45,21 @@ type CheckError struct{ First CheckResult }
 func (e *CheckError) Error() string { return e.First.Name + ": " + e.First.Err.Error() }
 func (e *CheckError) Unwrap() error { return e.First.Err }
 
+// Checker runs the start-up checks: what a deployment needs of Iggy, S3
+// and the state table, each failure told as the setting to fix.
+type Checker struct {
+	Config  *config.Config
+	Objects any // probed when it is S3
+	State   any // checked when it is DynamoDB
+	Open    func(ctx context.Context) (*source.Conn, error)
+	Explain *explain.Explainer
+}
+
+// NewChecker checks s.
+func NewChecker(s *app.Sink) *Checker {
+	return &Checker{Config: s.Config, Objects: s.Objects, State: s.State, Open: s.OpenIggy, Explain: s.Explainer()}
+}
+
 // checkTimeout bounds each group of checks (Iggy, S3, the table), so that
 // a black-holed endpoint fails the check instead of hanging it.
 const checkTimeout = 30 * time.Second
@@ -62,7 +80,7 @@ type tableChecker interface {
 // present; the bucket reachable; writes allowed under the prefix; the state
 // table present. A check that depends on a failed one is skipped. Nothing is
 // created or written. The error is a *CheckError naming the first failure.
-func (s *Sink) Check(ctx context.Context, report func(CheckResult)) error {
+func (s *Checker) Check(ctx context.Context, report func(CheckResult)) error {
 	var first *CheckResult
 	emit := func(r CheckResult) {
 		if r.Err != nil && first == nil {
@@ -98,7 +116,7 @@ type abortRuler interface {
 // aborts it too, but a partition never run again keeps it). Its absence is
 // a warning, not a failure: only `poller check` reads the rules, and the
 // function's role may not.
-func (s *Sink) checkAbortRule(ctx context.Context) CheckResult {
+func (s *Checker) checkAbortRule(ctx context.Context) CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	const name = "s3 lifecycle"
@@ -125,7 +143,7 @@ func (s *Sink) checkAbortRule(ctx context.Context) CheckResult {
 // the state table (the run's own connection checks Iggy, stream and topics
 // first thing). A misconfigured bucket so fails the run at its start rather
 // than when the first object is due.
-func (s *Sink) Preflight(ctx context.Context) error {
+func (s *Checker) Preflight(ctx context.Context) error {
 	for _, r := range append(s.checkS3(ctx), s.checkTable(ctx)) {
 		if r.Err != nil {
 			return &CheckError{First: r}
@@ -134,19 +152,19 @@ func (s *Sink) Preflight(ctx context.Context) error {
 	return nil
 }
 
-// WriteCheck runs Check and prints one line per check to w.
-func (s *Sink) WriteCheck(ctx context.Context, w io.Writer) error {
+// Write runs Check and prints one line per check to w.
+func (s *Checker) Write(ctx context.Context, w io.Writer) error {
 	return s.Check(ctx, func(r CheckResult) { fmt.Fprintln(w, r) })
 }
 
-func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
+func (s *Checker) checkIggy(ctx context.Context) []CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	who := fmt.Sprintf("user %q", s.iggy.Username)
-	if s.iggy.Token != "" {
+	who := fmt.Sprintf("user %q", s.Config.Iggy.Username)
+	if s.Explain.Token {
 		who = "a personal access token"
 	}
-	conn, err := s.OpenIggy(ctx)
+	conn, err := s.Open(ctx)
 	if err != nil {
 		out := []CheckResult{{Name: "iggy", Err: err}}
 		for _, st := range s.Config.Streams {
@@ -157,7 +175,7 @@ func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
 		return out
 	}
 	defer conn.Close()
-	out := []CheckResult{{Name: "iggy", Detail: fmt.Sprintf("%s speaks %s; logged in to %s as %s", s.iggy.Address, conn.Speaks(), s.iggy.Address, who)}}
+	out := []CheckResult{{Name: "iggy", Detail: fmt.Sprintf("%s speaks %s; logged in to %s as %s", s.Config.Iggy.Address, conn.Speaks(), s.Config.Iggy.Address, who)}}
 	for _, st := range s.Config.Streams {
 		for _, name := range st.Topics {
 			t, err := conn.Topic(ctx, st.Stream, name, st.ConsumerGroup)
@@ -175,14 +193,14 @@ func (s *Sink) checkIggy(ctx context.Context) []CheckResult {
 	return out
 }
 
-func (s *Sink) checkS3(ctx context.Context) []CheckResult {
+func (s *Checker) checkS3(ctx context.Context) []CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	p, ok := s.Objects.(prober)
 	if !ok {
 		return []CheckResult{{Name: "s3", Skip: true, Detail: "not checked: the object store is not S3"}}
 	}
-	bucket, where := s.Config.Plugin.Bucket, s.Explainer().S3Where()
+	bucket, where := s.Config.Plugin.Bucket, s.Explain.S3Where()
 	prefix := strings.Trim(s.Config.Plugin.Prefix, "/")
 	listPrefix, probeKey := "", s3store.ProbeKeyName
 	if prefix != "" {
@@ -190,19 +208,19 @@ func (s *Sink) checkS3(ctx context.Context) []CheckResult {
 	}
 	var out []CheckResult
 	if err := p.ProbeList(ctx, listPrefix); err != nil {
-		out = append(out, CheckResult{Name: "s3 bucket", Err: s.Explainer().S3("list", err)})
+		out = append(out, CheckResult{Name: "s3 bucket", Err: s.Explain.S3("list", err)})
 	} else {
 		out = append(out, CheckResult{Name: "s3 bucket", Detail: fmt.Sprintf("s3://%s/%s can be listed (%s)", bucket, listPrefix, where)})
 	}
 	if err := p.ProbeWrite(ctx, probeKey); err != nil {
-		out = append(out, CheckResult{Name: "s3 write", Err: s.Explainer().S3("write", err)})
+		out = append(out, CheckResult{Name: "s3 write", Err: s.Explain.S3("write", err)})
 	} else {
 		out = append(out, CheckResult{Name: "s3 write", Detail: fmt.Sprintf("may write under s3://%s/%s (a multipart upload started and aborted; nothing written)", bucket, listPrefix)})
 	}
 	// Error objects outside the prefix need their own permission.
 	if ep := s.Config.Plugin.ErrorsPrefix(); s.Config.Plugin.ErrorObjects() && !strings.HasPrefix(ep+"/", listPrefix) {
 		if err := p.ProbeWrite(ctx, ep+"/"+s3store.ProbeKeyName); err != nil {
-			out = append(out, CheckResult{Name: "s3 write errors", Err: s.Explainer().S3("write", err)})
+			out = append(out, CheckResult{Name: "s3 write errors", Err: s.Explain.S3("write", err)})
 		} else {
 			out = append(out, CheckResult{Name: "s3 write errors", Detail: fmt.Sprintf("may write error objects under s3://%s/%s/", bucket, ep)})
 		}
@@ -210,7 +228,7 @@ func (s *Sink) checkS3(ctx context.Context) []CheckResult {
 	return out
 }
 
-func (s *Sink) checkTable(ctx context.Context) CheckResult {
+func (s *Checker) checkTable(ctx context.Context) CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	tc, ok := s.State.(tableChecker)
@@ -219,7 +237,7 @@ func (s *Sink) checkTable(ctx context.Context) CheckResult {
 	}
 	table := s.Config.Plugin.StateTable
 	if err := tc.Check(ctx); err != nil {
-		return CheckResult{Name: "state table", Err: s.Explainer().Dynamo(ctx, table, err)}
+		return CheckResult{Name: "state table", Err: s.Explain.Dynamo(ctx, table, err)}
 	}
-	return CheckResult{Name: "state table", Detail: fmt.Sprintf("%q exists (%s)", table, s.Explainer().DynamoWhere())}
+	return CheckResult{Name: "state table", Detail: fmt.Sprintf("%q exists (%s)", table, s.Explain.DynamoWhere())}
 }

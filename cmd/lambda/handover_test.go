@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
@@ -57,7 +57,7 @@ func TestLambdaHandsOverForIceberg(t *testing.T) {
 	emu := startEmulator(t, lone, ice)
 	body := emu.invoke(t, []byte(`{}`), 30*time.Second)
 	var fail struct{ ErrorMessage string }
-	if err := json.Unmarshal(body, &fail); err != nil || !strings.Contains(fail.ErrorMessage, app.ErrNoIceberg.Error()) {
+	if err := json.Unmarshal(body, &fail); err != nil || !strings.Contains(fail.ErrorMessage, sinktables.ErrNoIceberg.Error()) {
 		t.Fatalf("invocation of a lone lean bootstrap with tables: %s", body)
 	}
 	if keys := c.keys(t); len(keys) != 0 {

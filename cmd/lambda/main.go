@@ -20,6 +20,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/initgc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
@@ -36,7 +37,7 @@ func main() {
 	slog.SetDefault(logger)
 	logging.CaptureStdlib(logger)
 	h := &handler{log: logger, metrics: os.Stdout, env: os.LookupEnv, function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
-	if !app.HasIceberg {
+	if !sinktables.HasIceberg {
 		h.preload()
 	}
 	lambda.Start(h.Handle)
@@ -56,11 +57,11 @@ func (h *handler) preload() {
 	ctx, cancel := context.WithTimeout(context.Background(), preloadTimeout)
 	defer cancel()
 	cfg, err := h.source().Load(ctx)
-	if err == nil && !app.NeedsIceberg(cfg) {
+	if err == nil && !sinktables.Needs(cfg) {
 		h.preloaded = cfg
 		return
 	}
-	full, ferr := handover.Beside(app.IcebergBuildSuffix)
+	full, ferr := handover.Beside(sinktables.BuildSuffix)
 	if ferr != nil {
 		if err == nil {
 			h.log.Error("the configuration needs Iceberg, which this build lacks", "error", ferr.Error())
@@ -160,11 +161,11 @@ func (h *handler) setup(ctx context.Context) (*app.Sink, error) {
 
 // build makes the sink of a configuration just loaded.
 func (h *handler) build(ctx context.Context, cfg *config.Config) (*app.Sink, error) {
-	if !app.HasIceberg && app.NeedsIceberg(cfg) {
+	if !sinktables.HasIceberg && sinktables.Needs(cfg) {
 		// Read at start, this configuration needed no tables; it does now.
 		// The handover must come before an invocation: end this container,
 		// and the next start hands over.
-		if full, err := handover.Beside(app.IcebergBuildSuffix); err == nil {
+		if full, err := handover.Beside(sinktables.BuildSuffix); err == nil {
 			h.log.Error("the configuration now sets table_format = iceberg: exiting, so that the next start runs it in the build with Iceberg", "path", full)
 			os.Exit(1)
 		}

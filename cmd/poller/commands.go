@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/configsource"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/handover"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
@@ -68,12 +69,12 @@ func (c *command) stoppedAtStart(ctx context.Context, cmd, during string) bool {
 // handOver runs a configuration with tables in poller-iceberg beside a lean
 // build (-tags noiceberg); it returns only when there is none.
 func (c *command) handOver() {
-	full, err := handover.Beside(app.IcebergBuildSuffix)
+	full, err := handover.Beside(sinktables.BuildSuffix)
 	if err == nil {
 		c.log.Info("handing over to the build with Iceberg", "path", full, "reason", "table_format = iceberg")
 		err = handover.Exec(full)
 	}
-	fmt.Fprintf(c.stderr, "poller: table_format = \"iceberg\": this poller was built without Iceberg (-tags noiceberg): build it without the tag, or put that build beside it as poller%s (%v)\n", app.IcebergBuildSuffix, err)
+	fmt.Fprintf(c.stderr, "poller: table_format = \"iceberg\": this poller was built without Iceberg (-tags noiceberg): build it without the tag, or put that build beside it as poller%s (%v)\n", sinktables.BuildSuffix, err)
 }
 
 // sink runs the commands that need a configured sink: once, run, check,
@@ -87,7 +88,7 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 		fmt.Fprintln(c.stderr, "poller:", err)
 		return 2
 	}
-	if !app.HasIceberg && app.NeedsIceberg(cfg) {
+	if !sinktables.HasIceberg && sinktables.Needs(cfg) {
 		c.handOver()
 		return 2
 	}

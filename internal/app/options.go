@@ -6,6 +6,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/transform"
 )
@@ -22,7 +23,7 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 	pc := &cfg.Plugin
 	format, comp := batch.Format(pc.OutputFormat), batch.Compression(pc.Compression)
 	rot := Rotation(pc)
-	rot.MaxAge, rot.Cut = pc.MaxFileAge, tableCut(cfg)
+	rot.MaxAge, rot.Cut = pc.MaxFileAge, sinktables.Cut(cfg)
 	if keepLimit <= 0 {
 		keepLimit = pc.MultipartThreshold
 	}

@@ -18,10 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/explain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
@@ -56,7 +58,7 @@ type Options struct {
 	// re-read from Iggy and streamed. Default: multipart_threshold.
 	KeepLimit int64
 	// Catalog replaces the Iceberg catalog the configuration names (tests).
-	Catalog TableCatalog
+	Catalog sinktables.Catalog
 }
 
 // ObjectStore is what the sink needs of S3.
@@ -76,7 +78,7 @@ type Sink struct {
 	drainOpts drain.Options
 	host      string
 	// tables registers archived objects in Iceberg tables (nil: table_format = "none").
-	tables tableRegistrar
+	tables *sinktables.Tables
 	// secretGave is what the credentials secret supplied (loadSecret), so
 	// that a refused login names where the credentials came from.
 	secretGave explain.SecretFields
@@ -165,7 +167,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		}
 	}
 	// Read-only commands open the catalog too: the audit reads the tables.
-	if err := s.openTables(ctx, awsCfg, opts.Catalog); err != nil {
+	s.tables, err = sinktables.Open(ctx, sinktables.Params{Config: cfg, AWS: awsCfg, S3Endpoint: s3Endpoint(cfg.Plugin.Endpoint, log),
+		Catalog: opts.Catalog, Objects: s.Objects, Names: s.drainOpts.Names, Hooks: opts.Hooks, Log: log}, &s.drainOpts.Records)
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -257,7 +261,7 @@ func (s *Sink) Runner() *drain.Runner {
 func (s *Sink) Run(ctx context.Context) (*drain.Summary, error) {
 	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
 	defer cancel()
-	return s.runAndRegister(ctx, s.Runner())
+	return s.tables.Run(ctx, s.Runner())
 }
 
 // dial connects and resolves the configured topics, refusing the run when
@@ -303,7 +307,7 @@ func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.S
 	}
 	ctx, cancel := withRunTimeout(ctx, &s.Config.Plugin)
 	defer cancel()
-	return s.runAndRegister(ctx, r)
+	return s.tables.Run(ctx, r)
 }
 
 // plan measures every partition's lag and sizes the cohort; busy names a
@@ -353,3 +357,9 @@ func (s *Sink) OpenTopics(ctx context.Context) (*source.Conn, error) {
 
 // Names names every object the sink writes.
 func (s *Sink) Names() *keys.Namer { return s.drainOpts.Names }
+
+// AuditTables checks the Iceberg tables of the audited partitions
+// (table_format = "iceberg"; none otherwise).
+func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error) {
+	return s.tables.Audit(ctx, reports)
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
-// tablesResult keeps what each run's registration did (an app.TablesHook).
+// tablesResult keeps what each run's registration did (an sinktables.Hook).
 type tablesResult struct {
 	commits, conflicts, files int
 	latency                   time.Duration

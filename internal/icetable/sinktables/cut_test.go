@@ -1,9 +1,12 @@
-package app
+package sinktables_test
 
 import (
 	"testing"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable/sinktables"
 )
 
 // TestTableCut: with tables on, objects end at the period the table is
@@ -37,12 +40,25 @@ func TestTableCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := loadEnv(t, tc.env)
-			if got := tableCut(cfg); got != tc.want {
-				t.Fatalf("tableCut = %v, want %v", got, tc.want)
+			if got := sinktables.Cut(cfg); got != tc.want {
+				t.Fatalf("Cut = %v, want %v", got, tc.want)
 			}
-			if got := DrainOptions(cfg, nil, 0).Rotation.Cut; got != tc.want {
+			if got := app.DrainOptions(cfg, nil, 0).Rotation.Cut; got != tc.want {
 				t.Fatalf("the drain's rotation cuts at %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+func loadEnv(t *testing.T, env map[string]string) *config.Config {
+	t.Helper()
+	base := map[string]string{"SINK_BUCKET": "b", "SINK_REGION": "us-east-1", "SINK_STREAM": "app", "SINK_TOPICS": "logs"}
+	for k, v := range env {
+		base[k] = v
+	}
+	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := base[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

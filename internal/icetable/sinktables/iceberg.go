@@ -1,6 +1,6 @@
 //go:build !noiceberg
 
-package app
+package sinktables
 
 import (
 	"context"
@@ -11,10 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/icetable"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -26,17 +25,20 @@ import (
 // tables: false only when built with -tags noiceberg.
 const HasIceberg = true
 
-// TableCatalog is the Iceberg catalog Options.Catalog can replace.
-type TableCatalog = icetable.Catalog
+// Catalog is the Iceberg catalog Params.Catalog can replace.
+type Catalog = icetable.Catalog
 
-// tableRegistrar registers archived objects in Iceberg tables.
-type tableRegistrar = *icetable.Registrar
+// Tables registers what each run archived in the Iceberg tables; a nil
+// *Tables (table_format = "none") runs and audits nothing more.
+type Tables struct {
+	reg *icetable.Registrar
+	p   Params
+}
 
 // tableFiles is where the table's files are read and written: the sink's
 // own S3 store, as plugin_config names it.
-func (s *Sink) tableFiles() icetable.FileStore {
-	p := &s.Config.Plugin
-	endpoint := s3Endpoint(p.Endpoint, s.log)
+func tableFiles(p *config.Plugin, s3Endpoint string) icetable.FileStore {
+	endpoint := s3Endpoint
 	if endpoint == "" {
 		endpoint = os.Getenv("AWS_ENDPOINT_URL_S3")
 	}
@@ -48,62 +50,65 @@ func (s *Sink) tableFiles() icetable.FileStore {
 		AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey.Reveal()}
 }
 
-// openTables makes the Registrar when table_format = "iceberg".
-func (s *Sink) openTables(ctx context.Context, awsCfg aws.Config, cat icetable.Catalog) error {
-	p := &s.Config.Plugin
-	if !p.Tables() {
-		return nil
+// Open makes the tables of p.Config when table_format = "iceberg" (nil
+// otherwise), and has the drain's Parquet files take their columns' types.
+func Open(ctx context.Context, p Params, records *batch.Options) (*Tables, error) {
+	pc := &p.Config.Plugin
+	if !pc.Tables() {
+		return nil, nil
 	}
-	files := s.tableFiles()
+	files := tableFiles(pc, p.S3Endpoint)
+	cat, _ := p.Catalog.(icetable.Catalog)
 	if cat == nil {
-		octx, cancel := context.WithTimeout(ctx, p.AWSCallTimeout)
+		octx, cancel := context.WithTimeout(ctx, pc.AWSCallTimeout)
 		defer cancel()
 		var err error
 		cat, err = icetable.OpenCatalog(octx, icetable.CatalogOptions{
-			Kind: string(p.IcebergCatalog), URI: p.IcebergCatalogURI, Warehouse: p.IcebergWarehouse, Region: s.Config.ServicesRegion,
-			AWS: awsCfg, Files: files, ResponseTimeout: p.AWSRequestTimeout,
+			Kind: string(pc.IcebergCatalog), URI: pc.IcebergCatalogURI, Warehouse: pc.IcebergWarehouse, Region: p.Config.ServicesRegion,
+			AWS: p.AWS, Files: files, ResponseTimeout: pc.AWSRequestTimeout,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var location func(string) string
-	if p.Glue() {
-		base := p.IcebergWarehouse
+	if pc.Glue() {
+		base := pc.IcebergWarehouse
 		if base == "" {
-			base = "s3://" + p.Bucket + "/" + strings.TrimPrefix(strings.Trim(p.Prefix, "/")+"/_iceberg", "/")
+			base = "s3://" + pc.Bucket + "/" + strings.TrimPrefix(strings.Trim(pc.Prefix, "/")+"/_iceberg", "/")
 		}
 		base = strings.TrimSuffix(base, "/")
-		location = func(table string) string { return base + "/" + p.IcebergNamespace + "/" + table }
+		location = func(table string) string { return base + "/" + pc.IcebergNamespace + "/" + table }
 	}
-	s.tables = &icetable.Registrar{
+	t := &Tables{p: p}
+	t.reg = &icetable.Registrar{
 		Catalog:     cat,
-		Namespace:   p.IcebergNamespace,
-		Table:       func(stream, topic string) string { return icetable.TableName(p.IcebergTable, stream, topic) },
+		Namespace:   pc.IcebergNamespace,
+		Table:       func(stream, topic string) string { return icetable.TableName(pc.IcebergTable, stream, topic) },
 		Location:    location,
-		Path:        func(key string) string { return "s3://" + p.Bucket + "/" + key },
+		Path:        func(key string) string { return "s3://" + pc.Bucket + "/" + key },
 		FileProps:   files.Props(),
-		Backlog:     s.backlog,
-		Partition:   tableCut(s.Config).String(),
+		Backlog:     t.backlog,
+		Partition:   Cut(p.Config).String(),
 		Attempts:    10,
-		CallTimeout: p.AWSCallTimeout,
-		Log:         s.log,
+		CallTimeout: pc.AWSCallTimeout,
+		Log:         p.Log,
 	}
-	fixed, err := icetable.FixedColumns(parquet.Options{IncludeMetadata: p.IncludeMetadata, IncludeHeaders: p.IncludeHeaders})
+	fixed, err := icetable.FixedColumns(parquet.Options{IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders})
 	if err != nil {
-		return fmt.Errorf("iceberg: the files' fixed columns: %w", err)
+		return nil, fmt.Errorf("iceberg: the files' fixed columns: %w", err)
 	}
-	s.tables.Fixed = fixed
+	t.reg.Fixed = fixed
 	// Files take their table's column types (a forbidden change goes to
 	// the error object, not into a file the table cannot take).
-	s.drainOpts.Records.Parquet.Conform = s.tables.Conform
-	return nil
+	records.Parquet.Conform = t.reg.Conform
+	return t, nil
 }
 
 // backlog lists a partition's archive for the Registrar, as the audit
 // reads it (voided keys left out), up to what the state records.
-func (s *Sink) backlog(ctx context.Context, id icetable.PartitionID, through icetable.Position) ([]icetable.Item, error) {
-	reps, err := audit.Check(ctx, s.Objects, s.drainOpts.Names, []audit.Partition{{Stream: id.Stream, Topic: id.Topic, Partition: id.Partition}})
+func (t *Tables) backlog(ctx context.Context, id icetable.PartitionID, through icetable.Position) ([]icetable.Item, error) {
+	reps, err := audit.Check(ctx, t.p.Objects, t.p.Names, []audit.Partition{{Stream: id.Stream, Topic: id.Topic, Partition: id.Partition}})
 	if err != nil {
 		return nil, err
 	}
@@ -138,17 +143,17 @@ func (w *written) OnObject(p batch.Partition, o drain.Written) {
 	w.mu.Unlock()
 }
 
-// TablesHook is told what each run's Iceberg registration did (metrics);
+// Hook is told what each run's Iceberg registration did (metrics);
 // pass it in Options.Hooks.
-type TablesHook interface {
+type Hook interface {
 	OnTables(res icetable.Result, err error)
 }
 
-// runAndRegister is one run, then (table_format = "iceberg") one commit
+// Run is one run, then (table_format = "iceberg") one commit
 // per table of what it and earlier runs archived. A run that crashed, or
 // whose context ended, registers nothing: the next run does.
-func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summary, error) {
-	if s.tables == nil {
+func (t *Tables) Run(ctx context.Context, r *drain.Runner) (*drain.Summary, error) {
+	if t == nil {
 		return r.Run(ctx)
 	}
 	w := &written{items: map[icetable.PartitionID][]icetable.Item{}}
@@ -166,11 +171,11 @@ func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summ
 		targets[id] = icetable.Target{Through: icetable.Position{Generation: p.Generation, Last: *p.Committed}, Items: w.items[id]}
 	}
 	start := time.Now()
-	res, rerr := s.tables.Register(ctx, targets)
-	s.log.Info("iceberg registration", "tables", res.Tables, "commits", res.Commits, "conflicts", res.Conflicts,
+	res, rerr := t.reg.Register(ctx, targets)
+	t.p.Log.Info("iceberg registration", "tables", res.Tables, "commits", res.Commits, "conflicts", res.Conflicts,
 		"files", res.Files, "listings", res.Listings, "commit_ms", res.Latency.Milliseconds(), "duration", time.Since(start))
-	for _, h := range s.opts.Hooks {
-		if th, ok := h.(TablesHook); ok {
+	for _, h := range t.p.Hooks {
+		if th, ok := h.(Hook); ok {
 			th.OnTables(res, rerr)
 		}
 		if tw, ok := h.(interface{ WriteTables(metrics.Tables) }); ok {
@@ -184,10 +189,10 @@ func (s *Sink) runAndRegister(ctx context.Context, r *drain.Runner) (*drain.Summ
 	return sum, err
 }
 
-// AuditTables checks the Iceberg tables of the audited partitions
+// Audit checks the Iceberg tables of the audited partitions
 // (table_format = "iceberg"; none otherwise): see icetable.Registrar.Check.
-func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error) {
-	if s.tables == nil {
+func (t *Tables) Audit(ctx context.Context, reports []audit.Report) ([]audit.TableReport, error) {
+	if t == nil {
 		return nil, nil
 	}
 	var ids []icetable.PartitionID
@@ -205,5 +210,5 @@ func (s *Sink) AuditTables(ctx context.Context, reports []audit.Report) ([]audit
 			through[id] = icetable.Position{Generation: r.Generation, Last: *r.StateWritten}
 		}
 	}
-	return s.tables.Check(ctx, ids, through)
+	return t.reg.Check(ctx, ids, through)
 }

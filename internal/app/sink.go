@@ -115,40 +115,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		}
 	}
 	if s.Objects == nil {
-		endpoint := s3Endpoint(cfg.Plugin.Endpoint, log)
-		pathStyle := cfg.Plugin.PathStyle
-		if endpoint == "" && pathStyle == nil && os.Getenv("AWS_ENDPOINT_URL_S3") != "" {
-			// An S3-compatible store named the standard AWS way wants path style too.
-			on := true
-			pathStyle = &on
-		}
-		client, err := s3store.NewClient(ctx, s3store.ClientOptions{
-			Region: cfg.Plugin.Region, Endpoint: endpoint, PathStyle: pathStyle,
-			AccessKeyID: cfg.Plugin.AccessKeyID, SecretAccessKey: cfg.Plugin.SecretAccessKey.Reveal(),
-			ResponseHeaderTimeout: cfg.Plugin.AWSRequestTimeout,
-		})
-		if err != nil {
+		if s.Objects, err = newObjects(ctx, &cfg.Plugin, log); err != nil {
 			return nil, err
 		}
-		s.Objects = s3store.New(client, s3store.Options{
-			Bucket: cfg.Plugin.Bucket, MaxAttempts: cfg.Plugin.MaxAttempts, RetryDelay: cfg.Plugin.RetryDelay,
-			MultipartThreshold: cfg.Plugin.MultipartThreshold, PartSize: cfg.Plugin.PartSize,
-			ServerSideEncryption: cfg.Plugin.ServerSideEncryption, SSEKMSKeyID: cfg.Plugin.SSEKMSKeyID,
-			Checksum: cfg.Plugin.Checksum, Logger: log,
-		})
 	}
 	if s.State == nil {
-		ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
-			o.APIOptions = append(o.APIOptions, callTimeout("DynamoDB", cfg.Plugin.AWSCallTimeout))
-		})
-		s.ddbEndpoint = aws.ToString(ddb.Options().BaseEndpoint)
-		store := state.NewDynamo(ddb, cfg.Plugin.StateTable, nil)
-		s.State = store
-		if !opts.ReadOnly {
-			if err := s.setupTable(ctx, store); err != nil {
-				return nil, err
-			}
+		if err := s.newState(ctx, awsCfg); err != nil {
+			return nil, err
 		}
 	}
 
@@ -173,6 +146,48 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Sink, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newObjects is the S3 store plugin_config names.
+func newObjects(ctx context.Context, p *config.Plugin, log *slog.Logger) (ObjectStore, error) {
+	endpoint := s3Endpoint(p.Endpoint, log)
+	pathStyle := p.PathStyle
+	if endpoint == "" && pathStyle == nil && os.Getenv("AWS_ENDPOINT_URL_S3") != "" {
+		// An S3-compatible store named the standard AWS way wants path style too.
+		on := true
+		pathStyle = &on
+	}
+	client, err := s3store.NewClient(ctx, s3store.ClientOptions{
+		Region: p.Region, Endpoint: endpoint, PathStyle: pathStyle,
+		AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey.Reveal(),
+		ResponseHeaderTimeout: p.AWSRequestTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s3store.New(client, s3store.Options{
+		Bucket: p.Bucket, MaxAttempts: p.MaxAttempts, RetryDelay: p.RetryDelay,
+		MultipartThreshold: p.MultipartThreshold, PartSize: p.PartSize,
+		ServerSideEncryption: p.ServerSideEncryption, SSEKMSKeyID: p.SSEKMSKeyID,
+		Checksum: p.Checksum, Logger: log,
+	}), nil
+}
+
+// newState is the DynamoDB state table, checked (or created, as asked)
+// unless the sink is read-only.
+func (s *Sink) newState(ctx context.Context, awsCfg aws.Config) error {
+	p := &s.Config.Plugin
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 8 })
+		o.APIOptions = append(o.APIOptions, callTimeout("DynamoDB", p.AWSCallTimeout))
+	})
+	s.ddbEndpoint = aws.ToString(ddb.Options().BaseEndpoint)
+	store := state.NewDynamo(ddb, p.StateTable, nil)
+	s.State = store
+	if s.opts.ReadOnly {
+		return nil
+	}
+	return s.setupTable(ctx, store)
 }
 
 // setupTable checks the state table. A missing one is created only when

@@ -1,3 +1,3 @@
-// Package ops holds what the operator's commands say of a sink without
-// running it: render, the pending explanation, the effective settings, the stack's grants.
+// Package ops is what the operator's commands say of a sink: the start-up checks, the audit
+// and status, a sample rendered as the sink would, the pending explanation, the stack's grants.
 package ops

@@ -82,7 +82,7 @@ var implied = map[string][]string{
 var notForTheFunction = map[string]string{
 	"dynamodb:CreateTable":         "only `poller` creates a missing state table (app.Options.CreateTable, PollerTables); the template creates it for the function",
 	"dynamodb:ListTables":          "only `poller` lists tables, to name those like a missing state table (app.Options.PollerTables); the function's error names the table alone",
-	"s3:GetLifecycleConfiguration": "only `poller check` reads the bucket's lifecycle rules (app.Sink.Check; runs use Preflight, which does not)",
+	"s3:GetLifecycleConfiguration": "only `poller check` reads the bucket's lifecycle rules (ops.Checker.Check; runs use Preflight, which does not)",
 }
 
 // catalogActions are the IAM actions of each call internal/icetable makes

@@ -21,7 +21,7 @@ const CleanupTimeout = 2 * time.Second
 // options. keepLimit ≤ 0 means multipart_threshold.
 func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) drain.Options {
 	pc := &cfg.Plugin
-	format, comp := batch.Format(pc.OutputFormat), batch.Compression(pc.Compression)
+	format, comp := pc.OutputFormat, pc.Compression
 	rot := Rotation(pc)
 	rot.MaxAge, rot.Cut = pc.MaxFileAge, sinktables.Cut(cfg)
 	if keepLimit <= 0 {
@@ -51,7 +51,7 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 // depth, transforms and the Parquet file's settings. Schema is per stream.
 func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
 	pc := &cfg.Plugin
-	return batch.Options{Format: batch.Format(pc.OutputFormat), IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
+	return batch.Options{Format: pc.OutputFormat, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
 		InvalidPayload: string(pc.InvalidPayload), MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
 		Parquet: batch.ParquetOptions{Compression: string(pc.ParquetCompression), RowGroupBytes: pc.ParquetRowGroupSize,
 			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra}}

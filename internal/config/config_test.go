@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/editdist"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
@@ -65,7 +66,7 @@ func TestLoadUpstreamSeed(t *testing.T) {
 		{"path_template", p.PathTemplate, "{stream}/{topic}/{date}/{hour}"},
 		{"file_rotation", p.FileRotation, RotateBySize},
 		{"max_file_size", p.MaxFileSize, int64(8 * 1024 * 1024)},
-		{"output_format", p.OutputFormat, FormatJSONLines},
+		{"output_format", p.OutputFormat, batch.FormatJSONLines},
 		// Documented defaults for everything the seed leaves out.
 		{"endpoint", p.Endpoint, ""},
 		{"access_key_id", p.AccessKeyID, ""},
@@ -78,7 +79,7 @@ func TestLoadUpstreamSeed(t *testing.T) {
 		{"path_style", p.PathStyle, (*bool)(nil)},
 		{"state_table", p.StateTable, "iggy-s3-sink-state"},
 		{"max_file_age", p.MaxFileAge, 5 * time.Minute},
-		{"compression", p.Compression, CompressionNone},
+		{"compression", p.Compression, batch.CompressionNone},
 		{"invalid_payload", p.InvalidPayload, InvalidBase64},
 		{"server_side_encryption", p.ServerSideEncryption, ""},
 		{"sse_kms_key_id", p.SSEKMSKeyID, ""},
@@ -175,7 +176,7 @@ password = "file-pass"
 		{"prefix kept: an empty SINK_PREFIX is unset, as every empty variable", c.Plugin.Prefix, "from-file"},
 		{"max_file_size", c.Plugin.MaxFileSize, int64(2_000_000)},
 		{"include_headers", c.Plugin.IncludeHeaders, true},
-		{"compression kept", c.Plugin.Compression, CompressionGzip},
+		{"compression kept", c.Plugin.Compression, batch.CompressionGzip},
 		{"path_style", c.Plugin.PathStyle != nil && !*c.Plugin.PathStyle, true},
 		{"state_table", c.Plugin.StateTable, "env-table"},
 		{"max_file_age", c.Plugin.MaxFileAge, 90 * time.Second},

@@ -1,5 +1,7 @@
 package config
 
+import "github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+
 // The enumerated options are types of their own, so that a mistyped value
 // does not compile: the accepted spellings are the constants below, and the
 // loader canonicalises what a file or variable says to one of them. Other
@@ -14,24 +16,13 @@ const (
 	RotateByMessages Rotation = "messages"
 )
 
-// Format is plugin_config.output_format.
-type Format string
+// Format is plugin_config.output_format: the encoder's own type, whose
+// constants (batch.FormatJSONLines, ...) are its values.
+type Format = batch.Format
 
-const (
-	FormatJSONLines Format = "json_lines"
-	FormatJSONArray Format = "json_array"
-	FormatRaw       Format = "raw"
-	FormatParquet   Format = "parquet"
-)
-
-// Compression is plugin_config.compression: the whole object's.
-type Compression string
-
-const (
-	CompressionNone Compression = "none"
-	CompressionGzip Compression = "gzip"
-	CompressionZstd Compression = "zstd"
-)
+// Compression is plugin_config.compression, the whole object's: the
+// encoder's own type (batch.CompressionNone, ...).
+type Compression = batch.Compression
 
 // InvalidPayload is plugin_config.invalid_payload: what becomes of a
 // payload that is not valid for its schema.
@@ -85,7 +76,7 @@ const (
 var (
 	schemas            = []string{"json", "raw", "text", "proto", "flatbuffer", "avro"}
 	fileRotations      = names(RotateBySize, RotateByMessages)
-	compressions       = names(CompressionNone, CompressionGzip, CompressionZstd)
+	compressions       = names(batch.CompressionNone, batch.CompressionGzip, batch.CompressionZstd)
 	invalidPayloads    = names(InvalidBase64, InvalidFail, InvalidErrorObject)
 	parquetCodecs      = names(ParquetZstd, ParquetSnappy, ParquetGzip, ParquetNone)
 	tableFormats       = names(TableNone, TableIceberg)
@@ -112,13 +103,15 @@ func (p *Plugin) Tables() bool { return p.TableFormat == TableIceberg }
 func (p *Plugin) ErrorObjects() bool { return p.InvalidPayload == InvalidErrorObject }
 
 // Compressed reports whether objects are compressed as a whole.
-func (p *Plugin) Compressed() bool { return p.Compression != "" && p.Compression != CompressionNone }
+func (p *Plugin) Compressed() bool {
+	return p.Compression != "" && p.Compression != batch.CompressionNone
+}
 
 // ParquetCompressed reports whether Parquet pages are compressed.
 func (p *Plugin) ParquetCompressed() bool { return p.ParquetCompression != ParquetNone }
 
 // Parquet reports whether objects are Parquet files.
-func (p *Plugin) Parquet() bool { return p.OutputFormat == FormatParquet }
+func (p *Plugin) Parquet() bool { return p.OutputFormat == batch.FormatParquet }
 
 // MaxObjectBytes is the uncompressed size that ends an object: max_file_size
 // under file_rotation = "size", and 0 (no size limit) under "messages",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
@@ -216,13 +217,13 @@ func buildOptions() []*option {
 			o.fix = func(c *Config, _ *Stream) error {
 				switch strings.ToLower(string(c.Plugin.OutputFormat)) {
 				case "json_lines", "jsonl", "jsonlines":
-					c.Plugin.OutputFormat = FormatJSONLines
+					c.Plugin.OutputFormat = batch.FormatJSONLines
 				case "json_array":
-					c.Plugin.OutputFormat = FormatJSONArray
+					c.Plugin.OutputFormat = batch.FormatJSONArray
 				case "raw":
-					c.Plugin.OutputFormat = FormatRaw
+					c.Plugin.OutputFormat = batch.FormatRaw
 				case "parquet":
-					c.Plugin.OutputFormat = FormatParquet
+					c.Plugin.OutputFormat = batch.FormatParquet
 				case "json":
 					return errors.New(`"json" is ambiguous (refused upstream too): use json_lines or json_array`)
 				default:

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/parquet"
 )
 
@@ -60,7 +61,7 @@ func (l *loader) checkParquet() error {
 		}
 		return nil
 	}
-	if p.Compression != CompressionNone {
+	if p.Compression != batch.CompressionNone {
 		e := l.errorFor("plugin_config.compression", `must be "none" with output_format = "parquet": a Parquet file compresses its own pages (parquet_compression, default zstd), and readers cannot open a compressed .parquet file`)
 		e.Value = strconv.Quote(string(p.Compression))
 		return e

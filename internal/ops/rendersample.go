@@ -107,7 +107,7 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	if _, err := out.Write(r.body); err != nil {
 		return res, fmt.Errorf("render: write: %w", err)
 	}
-	ext := batch.ObjectExt(bo.Format, batch.Compression(cfg.Plugin.Compression))
+	ext := batch.ObjectExt(bo.Format, cfg.Plugin.Compression)
 	names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, ext).WithErrors(cfg.Plugin.ErrorsPrefix()).Partition(o.Stream, o.Topic, o.Partition)
 	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
 	res.Key = names.Object(first, last, ts)
@@ -151,7 +151,7 @@ func renderObject(p batch.Partition, bo batch.Options, cfg *config.Config, msgs 
 		}
 	}
 	r.invalid = enc.InvalidPayloads()
-	compression := batch.Compression(cfg.Plugin.Compression)
+	compression := cfg.Plugin.Compression
 	if !acc.Spilled() {
 		data, errs, err := acc.Render()
 		if err != nil {

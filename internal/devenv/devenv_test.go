@@ -1,28 +1,11 @@
 package devenv
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func TestPickPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	busy := ln.Addr().(*net.TCPAddr).Port
-	got, err := pickPort(busy)
-	if err != nil || got == busy || got == 0 {
-		t.Fatalf("pickPort(busy %d) = %d, %v; want another free port", busy, got, err)
-	}
-	ln.Close()
-	if got, err := pickPort(busy); err != nil || got != busy {
-		t.Fatalf("pickPort(free %d) = %d, %v; want it", busy, got, err)
-	}
-}
 
 func TestFindToolPrefersRepoBin(t *testing.T) {
 	root := t.TempDir()

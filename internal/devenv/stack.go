@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/childproc"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
@@ -77,7 +78,7 @@ type Stack struct {
 	DataDir        string        // the S3 server's files
 	Started        time.Duration // from Start's call to the stack being ready
 
-	procs  []*proc
+	procs  []*childproc.Proc
 	broker *iggytest.Broker
 }
 
@@ -154,10 +155,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err = s.startBroker(o); err != nil {
 		return nil, err
 	}
-	if err = moto.waitHTTP(s.DynamoEndpoint+"/moto-api/", func(st int) bool { return st == http.StatusOK }); err != nil {
+	if err = moto.WaitHTTP(s.DynamoEndpoint+"/moto-api/", func(st int) bool { return st == http.StatusOK }); err != nil {
 		return nil, err
 	}
-	step(o, time.Since(moto.started), "moto_server answers at %s", s.DynamoEndpoint)
+	step(o, time.Since(moto.Started()), "moto_server answers at %s", s.DynamoEndpoint)
 
 	t := time.Now()
 	if err = s.createBucket(ctx); err != nil {
@@ -180,7 +181,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 }
 
 func (s *Stack) startS3(o Options) error {
-	port, err := pickPort(o.S3Port)
+	port, err := childproc.FreePort(o.S3Port)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func (s *Stack) startS3(o Options) error {
 		if err != nil {
 			return err
 		}
-		console, err := pickPort(0)
+		console, err := childproc.FreePort(0)
 		if err != nil {
 			return err
 		}
@@ -202,10 +203,10 @@ func (s *Stack) startS3(o Options) error {
 			return err
 		}
 		s.procs = append(s.procs, p)
-		if err := p.waitHTTP(s.S3Endpoint+"/minio/health/live", func(st int) bool { return st == http.StatusOK }); err != nil {
+		if err := p.WaitHTTP(s.S3Endpoint+"/minio/health/live", func(st int) bool { return st == http.StatusOK }); err != nil {
 			return err
 		}
-		step(o, time.Since(p.started), "MinIO answers at %s", s.S3Endpoint)
+		step(o, time.Since(p.Started()), "MinIO answers at %s", s.S3Endpoint)
 		return nil
 	}
 	bin, err := FindTool(o.Root, "versitygw")
@@ -219,20 +220,20 @@ func (s *Stack) startS3(o Options) error {
 	}
 	s.procs = append(s.procs, p)
 	// Unauthenticated requests get 403 once the server is up.
-	if err := p.waitHTTP(s.S3Endpoint+"/", func(st int) bool { return st == http.StatusForbidden }); err != nil {
+	if err := p.WaitHTTP(s.S3Endpoint+"/", func(st int) bool { return st == http.StatusForbidden }); err != nil {
 		return err
 	}
-	step(o, time.Since(p.started), "versitygw answers at %s", s.S3Endpoint)
+	step(o, time.Since(p.Started()), "versitygw answers at %s", s.S3Endpoint)
 	return nil
 }
 
 // launchMoto starts moto_server; the caller waits for its answer.
-func (s *Stack) launchMoto(o Options) (*proc, error) {
+func (s *Stack) launchMoto(o Options) (*childproc.Proc, error) {
 	bin, err := FindTool(o.Root, "moto_server")
 	if err != nil {
 		return nil, err
 	}
-	port, err := pickPort(o.DynamoPort)
+	port, err := childproc.FreePort(o.DynamoPort)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (s *Stack) launchMoto(o Options) (*proc, error) {
 
 func (s *Stack) startBroker(o Options) error {
 	t := time.Now()
-	port, err := pickPort(o.IggyPort)
+	port, err := childproc.FreePort(o.IggyPort)
 	if err != nil {
 		return err
 	}
@@ -326,7 +327,7 @@ func (s *Stack) Close() error {
 		errs = append(errs, s.broker.Close())
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		s.procs[i].stop()
+		s.procs[i].Stop()
 	}
 	if s.DataDir != "" {
 		errs = append(errs, os.RemoveAll(s.DataDir))

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package devenv
-
-import "syscall"
-
-func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

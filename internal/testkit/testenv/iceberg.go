@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,12 +56,12 @@ func StartIcebergREST(t testing.TB, s3 *S3, warehouse string) *IcebergREST {
 		srv := startEnv(t, env, java, "-Xmx512m", "-Djava.net.preferIPv4Stack=true", "-cp", classes+":"+jar,
 			"org.apache.iceberg.rest.LoopbackRESTCatalogServer")
 		endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
-		err := srv.waitHTTP(endpoint+"/v1/config", func(status int) bool { return status == http.StatusOK })
+		err := srv.WaitHTTP(endpoint+"/v1/config", func(status int) bool { return status == http.StatusOK })
 		if err == nil {
-			return &IcebergREST{Endpoint: endpoint, Warehouse: warehouse, PID: srv.cmd.Process.Pid}
+			return &IcebergREST{Endpoint: endpoint, Warehouse: warehouse, PID: srv.PID()}
 		}
-		srv.stop()
-		lastErr = fmt.Errorf("%w; output:\n%s", err, srv.output.String())
+		srv.Stop()
+		lastErr = err
 	}
 	t.Fatalf("testenv: the Iceberg REST catalog did not start: %v", lastErr)
 	return nil

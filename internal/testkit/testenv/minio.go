@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -41,7 +40,7 @@ func StartMinIO(t testing.TB) *S3 {
 		srv := startEnv(t, env, bin, "server", root, "--address", addr, "--console-address", console, "--quiet")
 		// Live is not enough: until MinIO has initialised its drive it answers
 		// 503 XMinioServerNotInitialized to S3 requests.
-		err := srv.waitHTTP("http://"+addr+"/minio/health/ready", func(status int) bool { return status == http.StatusOK })
+		err := srv.WaitHTTP("http://"+addr+"/minio/health/ready", func(status int) bool { return status == http.StatusOK })
 		if err == nil {
 			return &S3{
 				Endpoint:  "http://" + addr,
@@ -49,11 +48,11 @@ func StartMinIO(t testing.TB) *S3 {
 				SecretKey: minioSecretKey,
 				Region:    testRegion,
 				Root:      root,
-				PID:       srv.cmd.Process.Pid,
+				PID:       srv.PID(),
 			}
 		}
-		srv.stop()
-		lastErr = fmt.Errorf("%w; output:\n%s", err, srv.output.String())
+		srv.Stop()
+		lastErr = err
 	}
 	t.Fatalf("testenv: minio did not start: %v", lastErr)
 	return nil

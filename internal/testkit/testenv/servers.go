@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/childproc"
 )
 
 // Versity's fixed test credentials; they only ever guard a loopback server.
@@ -48,7 +49,7 @@ func StartVersity(t testing.TB) *S3 {
 		srv := start(t, bin, "--access", versityAccessKey, "--secret", versitySecretKey,
 			"--port", addr, "--quiet", "posix", root)
 		// Unauthenticated requests get 403 once the server is up.
-		err := srv.waitHTTP("http://"+addr+"/", func(status int) bool { return status == http.StatusForbidden })
+		err := srv.WaitHTTP("http://"+addr+"/", func(status int) bool { return status == http.StatusForbidden })
 		if err == nil {
 			return &S3{
 				Endpoint:  "http://" + addr,
@@ -56,11 +57,11 @@ func StartVersity(t testing.TB) *S3 {
 				SecretKey: versitySecretKey,
 				Region:    testRegion,
 				Root:      root,
-				PID:       srv.cmd.Process.Pid,
+				PID:       srv.PID(),
 			}
 		}
-		srv.stop()
-		lastErr = fmt.Errorf("%w; output:\n%s", err, srv.output.String())
+		srv.Stop()
+		lastErr = err
 	}
 	t.Fatalf("testenv: versitygw did not start: %v", lastErr)
 	return nil
@@ -86,7 +87,7 @@ func (s *S3) CreateBucket(t testing.TB, name string) {
 	t.Helper()
 	// MinIO can answer ready and still refuse requests with 503
 	// XMinioServerNotInitialized for a while on a loaded machine.
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(childproc.ReadyTimeout)
 	for {
 		_, err := s.Client(t).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)})
 		if err == nil {
@@ -115,12 +116,12 @@ func StartMoto(t testing.TB) *Moto {
 		port := FreePort(t)
 		endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
 		srv := start(t, bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-		err := srv.waitHTTP(endpoint+"/moto-api/", func(status int) bool { return status == http.StatusOK })
+		err := srv.WaitHTTP(endpoint+"/moto-api/", func(status int) bool { return status == http.StatusOK })
 		if err == nil {
-			return &Moto{Endpoint: endpoint, PID: srv.cmd.Process.Pid}
+			return &Moto{Endpoint: endpoint, PID: srv.PID()}
 		}
-		srv.stop()
-		lastErr = fmt.Errorf("%w; output:\n%s", err, srv.output.String())
+		srv.Stop()
+		lastErr = err
 	}
 	t.Fatalf("testenv: moto_server did not start: %v", lastErr)
 	return nil

@@ -1,24 +1,15 @@
 package testenv
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// startTimeout bounds how long a server may take to answer its first request;
-// moto needs well over a second on a cold, loaded machine.
-const startTimeout = 60 * time.Second
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/childproc"
+)
 
 // RepoRoot returns the directory holding go.mod, walking up from the working
 // directory (go test runs each package in its own directory).
@@ -87,108 +78,34 @@ func RequireTool(t testing.TB, name string) string {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := childproc.FreePort(0)
 	if err != nil {
 		t.Fatalf("testenv: free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// server is one started child process.
-type server struct {
-	cmd    *exec.Cmd
-	output *LockedBuffer
-	exited chan struct{}
+	return port
 }
 
 // LockedBuffer collects a child process's output (or a logger's) while the
-// test reads it: os/exec writes from its copying goroutine.
-type LockedBuffer struct {
-	// Limit caps what is kept, in bytes; 0 keeps everything.
-	Limit int
-	mu    sync.Mutex
-	buf   bytes.Buffer
-}
-
-func (b *LockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.Limit == 0 || b.buf.Len() < b.Limit {
-		b.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-// String returns what was written so far.
-func (b *LockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// test reads it; its Limit caps what is kept, in bytes (0 keeps everything).
+type LockedBuffer = childproc.Buffer
 
 // start runs the command and registers its shutdown (SIGTERM by PID, then
 // SIGKILL if it lingers) with t.Cleanup.
-func start(t testing.TB, path string, args ...string) *server {
+func start(t testing.TB, path string, args ...string) *childproc.Proc {
 	t.Helper()
 	return startEnv(t, nil, path, args...)
 }
 
 // startEnv is start with the child's environment (nil: this process's).
-func startEnv(t testing.TB, env []string, path string, args ...string) *server {
+// The child shares the test's process group, so an interrupted go test
+// interrupts it too; on Linux the kernel also stops it when the test binary
+// dies without running its cleanups.
+func startEnv(t testing.TB, env []string, path string, args ...string) *childproc.Proc {
 	t.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Env = env
-	out := &LockedBuffer{Limit: 64 << 10}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("testenv: start %s: %v", filepath.Base(path), err)
+	p, err := childproc.Start(childproc.Spec{Path: path, Args: args, Env: env, Keep: 64 << 10})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
 	}
-	s := &server{cmd: cmd, output: out, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *server) stop() {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// waitHTTP polls url until ready accepts the status, the process exits, or
-// the timeout passes.
-func (s *server) waitHTTP(url string, ready func(status int) bool) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return errors.New("process exited before answering")
-		default:
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if ready(resp.StatusCode) {
-				return nil
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return fmt.Errorf("no ready answer from %s within %s", url, startTimeout)
+	t.Cleanup(p.Stop)
+	return p
 }

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package testenv
-
-import "syscall"
-
-func procAttr() *syscall.SysProcAttr { return nil }

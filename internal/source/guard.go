@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
 )
 
@@ -117,37 +117,33 @@ func (g *guard) relay(local net.Conn) {
 	out := bufio.NewWriterSize(local, 64<<10)
 	upR := bufio.NewReaderSize(g.upstream, 64<<10)
 	upW := bufio.NewWriterSize(g.upstream, 16<<10)
-	var hdr [8]byte
+	var hdr [legacywire.HeaderSize]byte
 	for {
-		if _, err := io.ReadFull(in, hdr[:]); err != nil {
-			return
+		req, err := legacywire.ReadRequestHeader(in)
+		if err != nil {
+			return // ended, or not a frame the SDK writes
 		}
-		size, code := binary.LittleEndian.Uint32(hdr[0:4]), binary.LittleEndian.Uint32(hdr[4:8])
-		if size < 4 {
-			return // not a frame the SDK writes
-		}
-		upW.Write(hdr[:])
-		if _, err := io.CopyN(upW, in, int64(size-4)); err != nil {
+		upW.Write(req.Append(hdr[:0]))
+		if _, err := io.CopyN(upW, in, req.PayloadSize()); err != nil {
 			return
 		}
 		if upW.Flush() != nil {
 			return
 		}
-		if _, err := io.ReadFull(upR, hdr[:]); err != nil {
+		rep, err := legacywire.ReadReplyHeader(upR)
+		if err != nil {
 			g.serverGone(err)
 			return
 		}
-		status, length := binary.LittleEndian.Uint32(hdr[0:4]), binary.LittleEndian.Uint32(hdr[4:8])
-		hasBody := status == 0 && length > 1
-		if code == codeClusterMetadata && hasBody {
-			if !g.relayMetadata(upR, out, hdr, length) {
+		if req.Code == codeClusterMetadata && rep.HasBody() {
+			if !g.relayMetadata(upR, out, rep) {
 				return
 			}
 			continue
 		}
-		out.Write(hdr[:])
-		if hasBody {
-			if _, err := io.CopyN(out, upR, int64(length)); err != nil {
+		out.Write(rep.Append(hdr[:0]))
+		if rep.HasBody() {
+			if _, err := io.CopyN(out, upR, int64(rep.Length)); err != nil {
 				g.serverGone(err)
 				return
 			}
@@ -160,13 +156,13 @@ func (g *guard) relay(local net.Conn) {
 
 // relayMetadata reads a cluster-metadata reply and passes on what the SDK
 // may safely act on; false ends the relay.
-func (g *guard) relayMetadata(upR *bufio.Reader, out *bufio.Writer, hdr [8]byte, length uint32) bool {
-	if length > maxMetadataReply {
-		g.refuse(fmt.Errorf("%w: the server at %s sent %d bytes of cluster metadata (more than %d)", ErrLeaderRedirect, g.address, length, maxMetadataReply))
+func (g *guard) relayMetadata(upR *bufio.Reader, out *bufio.Writer, rep legacywire.ReplyHeader) bool {
+	if rep.Length > maxMetadataReply {
+		g.refuse(fmt.Errorf("%w: the server at %s sent %d bytes of cluster metadata (more than %d)", ErrLeaderRedirect, g.address, rep.Length, maxMetadataReply))
 		return false
 	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(upR, body); err != nil {
+	body, err := legacywire.ReadPayload(upR, nil, int(rep.Length))
+	if err != nil {
 		return false
 	}
 	leader, err := g.leaderElsewhere(body)
@@ -177,11 +173,9 @@ func (g *guard) relayMetadata(upR *bufio.Reader, out *bufio.Writer, hdr [8]byte,
 	case leader:
 		// The server leads: answer "unavailable" so that the SDK stays on
 		// this connection (it logs the failure and continues).
-		binary.LittleEndian.PutUint32(hdr[0:4], statusUnavailable)
-		binary.LittleEndian.PutUint32(hdr[4:8], 0)
-		out.Write(hdr[:])
+		out.Write(legacywire.ReplyHeader{Status: statusUnavailable}.Append(nil))
 	default:
-		out.Write(hdr[:])
+		out.Write(rep.Append(nil))
 		out.Write(body)
 	}
 	return out.Flush() == nil

@@ -2,13 +2,13 @@ package iggytest
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"slices"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
@@ -113,25 +113,22 @@ func (c *conn) loop(r io.Reader, w io.Writer) error {
 // handle reads one frame and returns the complete reply (header included) in a buffer
 // reused by the next call.
 func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
-	var hdr [requestLengthFieldSize]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, false, err
-	}
-	length := binary.LittleEndian.Uint32(hdr[:])
-	if length < requestCodeSize || length > maxSendPayload+requestCodeSize {
+	// The payload grows only as data arrives, so a length field alone cannot
+	// make the broker allocate 64 MiB.
+	h, payload, err := legacywire.ReadRequest(r, c.rbuf, maxSendPayload)
+	c.rbuf = payload
+	if errors.Is(err, legacywire.ErrShortFrame) || errors.Is(err, legacywire.ErrTooLarge) {
 		// A real 0.8.0 server reads the code (4 bytes) whatever the length
 		// says, then skips the rest of the frame, then answers.
-		if _, err := io.CopyN(io.Discard, r, int64(max(length, requestCodeSize))); err != nil {
+		if _, err := io.CopyN(io.Discard, r, h.PayloadSize()); err != nil {
 			return nil, false, err
 		}
-		return c.errorReply(0, fail(StatusInvalidCommand, "invalid frame length %d", length)), false, nil
+		return c.errorReply(0, fail(StatusInvalidCommand, "invalid frame length %d", h.Length)), false, nil
 	}
-	frame, err := c.readFrame(r, int(length))
 	if err != nil {
 		return nil, false, err
 	}
-	code := binary.LittleEndian.Uint32(frame)
-	payload := frame[requestCodeSize:]
+	code := h.Code
 	if code != CodeSendMessages && len(payload) > maxControlPayload {
 		return c.errorReply(code, fail(StatusInvalidCommand, "payload of %d bytes exceeds %d", len(payload), maxControlPayload)), false, nil
 	}
@@ -149,7 +146,7 @@ func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
 	if needsAuth(code) && !c.sess.authed {
 		return c.errorReply(code, fail(StatusUnauthenticated, "command %d needs authentication", code)), false, nil
 	}
-	var zero [responseHeaderSize]byte
+	var zero [legacywire.HeaderSize]byte
 	out, serr := req.exec(c.b, c.sess, append(c.wbuf[:0], zero[:]...))
 	if serr != nil {
 		return c.errorReply(code, serr), false, nil
@@ -158,16 +155,8 @@ func (c *conn) handle(r io.Reader) (reply []byte, closeNow bool, err error) {
 		return nil, true, nil
 	}
 	c.wbuf = out
-	c.b.cfg.log.Debug("iggytest request", "client", c.sess.id, "code", code, "reply_bytes", len(out)-responseHeaderSize)
+	c.b.cfg.log.Debug("iggytest request", "client", c.sess.id, "code", code, "reply_bytes", len(out)-legacywire.HeaderSize)
 	return c.finish(out, StatusOK), false, nil
-}
-
-// readFrame reads n bytes into the reused buffer, growing it only as data arrives so
-// a length field alone cannot make the broker allocate 64 MiB.
-func (c *conn) readFrame(r io.Reader, n int) ([]byte, error) {
-	buf, err := readGrowing(r, c.rbuf[:0], n)
-	c.rbuf = buf
-	return buf, err
 }
 
 // readGrowing reads n bytes into buf (from length 0), growing it only as data
@@ -188,14 +177,13 @@ func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
 // finish fills the response header in front of the payload. No reply is 1 byte long:
 // the SDK would skip that byte and lose sync.
 func (c *conn) finish(out []byte, status uint32) []byte {
-	binary.LittleEndian.PutUint32(out[0:4], status)
-	binary.LittleEndian.PutUint32(out[4:8], uint32(len(out)-responseHeaderSize))
+	legacywire.ReplyHeader{Status: status, Length: uint32(len(out) - legacywire.HeaderSize)}.Put(out)
 	return out
 }
 
 func (c *conn) errorReply(code uint32, err *StatusError) []byte {
 	c.b.cfg.log.Debug("iggytest request failed", "client", c.sess.id, "code", code, "status", err.Status, "reason", err.Reason)
-	var zero [responseHeaderSize]byte
+	var zero [legacywire.HeaderSize]byte
 	out := append(c.wbuf[:0], zero[:]...)
 	c.wbuf = out
 	return c.finish(out, err.Status)

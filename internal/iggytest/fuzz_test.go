@@ -2,11 +2,12 @@ package iggytest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
 )
 
 // goldenFrames are the SDK-captured requests of the protocol reference §6.
@@ -45,9 +46,7 @@ func goldenPayload(tb testing.TB, h string) []byte {
 }
 
 func encodeFrame(code uint32, payload []byte) []byte {
-	f := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)+4))
-	f = binary.LittleEndian.AppendUint32(f, code)
-	return append(f, payload...)
+	return legacywire.AppendRequest(nil, code, payload)
 }
 
 // fuzzBroker is an unlistened broker holding stream "s", topic "t" (2 partitions)
@@ -84,8 +83,8 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		out, serr := req.exec(b, s, make([]byte, responseHeaderSize))
-		if serr == nil && len(out)-responseHeaderSize == 1 {
+		out, serr := req.exec(b, s, make([]byte, legacywire.HeaderSize))
+		if serr == nil && len(out)-legacywire.HeaderSize == 1 {
 			t.Fatalf("code %d produced a 1-byte payload", code)
 		}
 		if serr != nil && serr.Status == StatusOK {
@@ -114,17 +113,18 @@ func FuzzFrames(f *testing.F) {
 		if err != io.EOF && err != io.ErrUnexpectedEOF {
 			t.Fatalf("loop ended with %v, want end of input", err)
 		}
-		replies := out.Bytes()
-		for len(replies) > 0 {
-			if len(replies) < responseHeaderSize {
-				t.Fatalf("truncated reply header %x", replies)
+		for {
+			h, err := legacywire.ReadReplyHeader(&out)
+			if err == io.EOF {
+				break
 			}
-			status := binary.LittleEndian.Uint32(replies)
-			n := int(binary.LittleEndian.Uint32(replies[4:]))
-			if n == 1 || (status != 0 && n != 0) || len(replies) < responseHeaderSize+n {
-				t.Fatalf("bad reply: status %d length %d with %d bytes left", status, n, len(replies)-responseHeaderSize)
+			if err != nil {
+				t.Fatalf("truncated reply header: %v", err)
 			}
-			replies = replies[responseHeaderSize+n:]
+			if h.Length == 1 || (h.Status != 0 && h.Length != 0) || out.Len() < int(h.Length) {
+				t.Fatalf("bad reply: status %d length %d with %d bytes left", h.Status, h.Length, out.Len())
+			}
+			out.Next(int(h.Length))
 		}
 	})
 }

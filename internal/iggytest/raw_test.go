@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
 )
 
 // rawConn speaks the framing by hand so tests control every byte.
@@ -40,11 +40,7 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-func frame(code uint32, payload []byte) []byte {
-	f := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)+4))
-	f = binary.LittleEndian.AppendUint32(f, code)
-	return append(f, payload...)
-}
+func frame(code uint32, payload []byte) []byte { return legacywire.AppendRequest(nil, code, payload) }
 
 // roundTrip writes raw bytes and reads one reply; replies are never 1 byte long and
 // errors never carry a body.
@@ -54,23 +50,21 @@ func (r *rawConn) roundTrip(wire []byte) (status uint32, payload []byte) {
 	if _, err := r.nc.Write(wire); err != nil {
 		r.t.Fatalf("write: %v", err)
 	}
-	var hdr [8]byte
-	if _, err := io.ReadFull(r.nc, hdr[:]); err != nil {
+	h, err := legacywire.ReadReplyHeader(r.nc)
+	if err != nil {
 		r.t.Fatalf("read reply header: %v", err)
 	}
-	status = binary.LittleEndian.Uint32(hdr[:4])
-	n := binary.LittleEndian.Uint32(hdr[4:])
-	if n == 1 {
-		r.t.Fatalf("reply with a 1-byte payload (status %d): the SDK would lose sync", status)
+	if h.Length == 1 {
+		r.t.Fatalf("reply with a 1-byte payload (status %d): the SDK would lose sync", h.Status)
 	}
-	if status != 0 && n != 0 {
-		r.t.Fatalf("error %d carries a %d-byte body", status, n)
+	if h.Status != 0 && h.Length != 0 {
+		r.t.Fatalf("error %d carries a %d-byte body", h.Status, h.Length)
 	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(r.nc, payload); err != nil {
+	payload, err = legacywire.ReadPayload(r.nc, nil, int(h.Length))
+	if err != nil {
 		r.t.Fatalf("read reply payload: %v", err)
 	}
-	return status, payload
+	return h.Status, payload
 }
 
 func (r *rawConn) call(code uint32, payload []byte) (uint32, []byte) {

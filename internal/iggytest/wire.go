@@ -70,9 +70,7 @@ const (
 	messageHeaderSize                   = 64
 	indexSize                           = 16
 	maxPartitions                       = 1000
-	responseHeaderSize                  = 8
 	requestLengthFieldSize              = 4
-	requestCodeSize                     = 4
 	pollHeaderSize                      = 16
 	groupRebalanceTimeoutDefault        = 30 // seconds
 	heartbeatDefault                    = 30 * time.Second

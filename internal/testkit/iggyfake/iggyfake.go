@@ -3,12 +3,14 @@ package iggyfake
 import (
 	"bufio"
 	"crypto/tls"
-	"encoding/binary"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
 )
 
 // Command codes tests act on (Iggy 0.8 wire protocol).
@@ -38,53 +40,28 @@ type Reply struct {
 	Close bool
 }
 
-// ReadRequest reads one request frame.
+// ReadRequest reads one request frame. Its payload grows as it arrives, so
+// a hostile length alone allocates little; there is no other limit.
 func ReadRequest(r io.Reader) (Request, error) {
-	var hdr [8]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return Request{}, err
-	}
-	n := binary.LittleEndian.Uint32(hdr[0:4])
-	req := Request{Code: binary.LittleEndian.Uint32(hdr[4:8])}
-	if n < 4 {
-		return req, io.ErrUnexpectedEOF
-	}
-	req.Payload = make([]byte, n-4)
-	_, err := io.ReadFull(r, req.Payload)
-	return req, err
+	h, p, err := legacywire.ReadRequest(r, nil, math.MaxInt)
+	return Request{Code: h.Code, Payload: p}, err
 }
 
 // WriteRequest writes one request frame.
 func WriteRequest(w io.Writer, req Request) error {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(req.Payload)+4))
-	b = binary.LittleEndian.AppendUint32(b, req.Code)
-	_, err := w.Write(append(b, req.Payload...))
-	return err
+	return legacywire.WriteRequest(w, req.Code, req.Payload)
 }
 
 // ReadReply reads one reply frame the way SDK v0.8.0 does: a payload only
 // when the status is 0 and the length above 1.
 func ReadReply(r io.Reader) (Reply, error) {
-	var hdr [8]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return Reply{}, err
-	}
-	rep := Reply{Status: binary.LittleEndian.Uint32(hdr[0:4])}
-	if n := binary.LittleEndian.Uint32(hdr[4:8]); rep.Status == 0 && n > 1 {
-		rep.Payload = make([]byte, n)
-		if _, err := io.ReadFull(r, rep.Payload); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	h, p, err := legacywire.ReadReply(r, nil, math.MaxInt)
+	return Reply{Status: h.Status, Payload: p}, err
 }
 
-// WriteReply writes one reply frame.
+// WriteReply writes one reply frame, its payload whatever the status.
 func WriteReply(w io.Writer, rep Reply) error {
-	b := binary.LittleEndian.AppendUint32(nil, rep.Status)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(rep.Payload)))
-	_, err := w.Write(append(b, rep.Payload...))
-	return err
+	return legacywire.WriteReply(w, rep.Status, rep.Payload)
 }
 
 // listener accepts connections until the test ends and closes them then.

@@ -52,7 +52,7 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
 	pc := &cfg.Plugin
 	return batch.Options{Format: pc.OutputFormat, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
-		InvalidPayload: string(pc.InvalidPayload), MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
+		InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
 		Parquet: batch.ParquetOptions{Compression: string(pc.ParquetCompression), RowGroupBytes: pc.ParquetRowGroupSize,
 			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra}}
 }

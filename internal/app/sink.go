@@ -287,7 +287,7 @@ func (s *Sink) dial(ctx context.Context) (drain.Conn, error) {
 		return nil, err
 	}
 	level := slog.LevelDebug
-	if s.iggy.Protocol == "" || s.iggy.Protocol == source.ProtocolAuto {
+	if s.Config.Iggy.FindsProtocol() {
 		level = slog.LevelInfo // what auto found is worth a line per run
 	}
 	s.log.Log(ctx, level, "connected to Iggy", "address", s.iggy.Address, "speaks", conn.Speaks(), "iggy_protocol", s.Config.Iggy.Protocol)

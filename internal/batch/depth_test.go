@@ -30,7 +30,7 @@ func TestDeepPayloadsFollowInvalidPayload(t *testing.T) {
 		{Offset: 3, Timestamp: ts42, Payload: deepJSON(128)},
 		{Offset: 4, Timestamp: ts42, Payload: deepJSON(129)},
 	}
-	for _, schema := range []string{SchemaJSON, SchemaRaw} {
+	for _, schema := range []Schema{SchemaJSON, SchemaRaw} {
 		e := mustEncoder(t, appLogs, Options{Format: FormatJSONArray, Schema: schema, IncludeMetadata: true})
 		obj := renderObject(t, e, msgs)
 		cmd := exec.Command(python, "-c", `import json,sys

@@ -207,7 +207,7 @@ func TestHeadersOffOrAbsent(t *testing.T) {
 func TestPayloadPerSchema(t *testing.T) {
 	tests := []struct {
 		name    string
-		schema  string
+		schema  Schema
 		payload string
 		want    string // the record, json_lines without metadata, no newline
 		invalid uint64
@@ -288,7 +288,8 @@ func TestInvalidPayloadFail(t *testing.T) {
 
 func TestRawFormat(t *testing.T) {
 	tests := []struct {
-		schema, payload, want string
+		schema        Schema
+		payload, want string
 	}{
 		{"json", "{ \"a\" : 1 }", `{"a":1}`},
 		{"json", "nope", `"bm9wZQ=="`},
@@ -425,10 +426,11 @@ func (f failingTransformer) Transform(dst, _ []byte, _, _ string, _ uint32, _, _
 
 func TestTransformer(t *testing.T) {
 	tests := []struct {
-		name                  string
-		format                Format
-		schema, payload, want string
-		calls                 int
+		name          string
+		format        Format
+		schema        Schema
+		payload, want string
+		calls         int
 	}{
 		{"json object", "json_lines", "json", `{"a": 1}`, `{"payload":{"t":{"a":1},"off":5}}` + "\n", 1},
 		{"json array", "json_lines", "json", `[1]`, `{"payload":{"t":[1],"off":5}}` + "\n", 1},

@@ -62,7 +62,7 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte("hello"), []byte{}, "a\"b", uint64(0))
 	f.Add([]byte{0, 1, 2, 0xff}, []byte{2, 1, 0, 0, 0}, "\xff", uint64(math.MaxUint64))
 	f.Add([]byte(" [1, 2.50, \"\\u00e9\"] "), wireHeaders(hdr{kindInt32, le32(7), kindDouble, le64(math.Float64bits(math.Inf(1)))}), "x/y", uint64(253402300800000000))
-	schemas := []string{"json", "text", "raw", "proto", "flatbuffer", "avro"}
+	schemas := []Schema{SchemaJSON, SchemaText, SchemaRaw, SchemaProto, SchemaFlatbuffer, SchemaAvro}
 	f.Fuzz(func(t *testing.T, payload, headers []byte, stream string, ts uint64) {
 		p := Partition{Stream: stream, Topic: "t", ID: 9}
 		for _, schema := range schemas {

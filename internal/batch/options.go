@@ -34,30 +34,37 @@ func (f Format) Ext() string {
 	return "bin"
 }
 
-// Stream schemas ([[streams]] schema).
+// Schema is a stream's payload schema ([[streams]] schema).
+type Schema string
+
+// Stream schemas.
 const (
-	SchemaJSON       = "json"
-	SchemaText       = "text"
-	SchemaRaw        = "raw"
-	SchemaProto      = "proto"
-	SchemaFlatbuffer = "flatbuffer"
-	SchemaAvro       = "avro"
+	SchemaJSON       Schema = "json"
+	SchemaText       Schema = "text"
+	SchemaRaw        Schema = "raw"
+	SchemaProto      Schema = "proto"
+	SchemaFlatbuffer Schema = "flatbuffer"
+	SchemaAvro       Schema = "avro"
 )
 
-// What to do with a payload that is not JSON under schema json (or, for
-// Parquet, does not fit a pinned schema).
+// InvalidPayload is what to do with a payload that is not JSON under
+// schema json (or, for Parquet, does not fit a pinned schema)
+// (plugin_config invalid_payload).
+type InvalidPayload string
+
+// The invalid-payload policies; "" is InvalidBase64.
 const (
-	InvalidBase64 = "base64"
-	InvalidFail   = "fail"
+	InvalidBase64 InvalidPayload = "base64"
+	InvalidFail   InvalidPayload = "fail"
 	// InvalidErrorObject leaves the record out of the object and writes it
 	// to the object's error object instead (ErrorLine).
-	InvalidErrorObject = "error_object"
+	InvalidErrorObject InvalidPayload = "error_object"
 )
 
 // Options selects how records are rendered.
 type Options struct {
 	Format          Format
-	Schema          string // "json" | "text" | "raw" | "proto" | "flatbuffer" | "avro"
+	Schema          Schema
 	IncludeMetadata bool
 	IncludeHeaders  bool
 	// InvalidPayload: "base64" (or "") keeps a payload that is not valid JSON
@@ -65,7 +72,7 @@ type Options struct {
 	// AppendRecord return an *InvalidPayloadError; "error_object" leaves
 	// the record out (AppendRecord returns ErrRejected), and Accumulator and
 	// ObjectWriter write it to the object's error object, counted too.
-	InvalidPayload string
+	InvalidPayload InvalidPayload
 	// Transformer is optional; it is applied to JSON payloads (schema json,
 	// and raw/proto/flatbuffer/avro payloads that are JSON objects) before
 	// encoding.

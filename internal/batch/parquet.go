@@ -22,7 +22,7 @@ var errParquetRecord = errors.New("batch: a Parquet object is not made record by
 // parquetOptions checks and keeps the file options of format parquet.
 func (e *Encoder) parquetOptions(p Partition, o Options) error {
 	po := &parquet.Options{
-		Payload:         o.Schema,
+		Payload:         string(o.Schema),
 		IncludeMetadata: o.IncludeMetadata,
 		IncludeHeaders:  o.IncludeHeaders,
 		Schema:          o.Parquet.Schema,

@@ -299,7 +299,7 @@ func TestObjectWriterErrorBounds(t *testing.T) {
 // objects as the raw format applies them.
 func TestParquetTextAndRawPayloads(t *testing.T) {
 	msgs := mixed(50)
-	for _, schema := range []string{SchemaText, SchemaRaw, SchemaAvro} {
+	for _, schema := range []Schema{SchemaText, SchemaRaw, SchemaAvro} {
 		o := Options{Format: FormatParquet, Schema: schema, IncludeMetadata: true, InvalidPayload: InvalidErrorObject, Transformer: &wrapTransformer{},
 			Parquet: ParquetOptions{Compression: "none"}}
 		data, errs := accumulated(t, mustEncoder(t, appLogs, o), msgs)

@@ -42,7 +42,7 @@ type Config struct {
 type Stream struct {
 	Stream        string
 	Topics        []string
-	Schema        string // json | raw | text | proto | flatbuffer | avro
+	Schema        Schema
 	BatchLength   uint32
 	PollInterval  time.Duration
 	ConsumerGroup string

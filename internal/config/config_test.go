@@ -183,7 +183,7 @@ password = "file-pass"
 		{"max_attempts via max_retries", c.Plugin.MaxAttempts, 7},
 		{"stream", c.Streams[0].Stream, "env-stream"},
 		{"topics", c.Streams[0].Topics, []string{"x", "y"}},
-		{"schema canonicalised", c.Streams[0].Schema, "raw"},
+		{"schema canonicalised", c.Streams[0].Schema, SchemaRaw},
 		{"batch_length", c.Streams[0].BatchLength, uint32(10)},
 		{"consumer_group", c.Streams[0].ConsumerGroup, "g"},
 		{"poll_interval", c.Streams[0].PollInterval, 90 * time.Second},

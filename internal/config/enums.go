@@ -24,14 +24,26 @@ type Format = batch.Format
 // encoder's own type (batch.CompressionNone, ...).
 type Compression = batch.Compression
 
-// InvalidPayload is plugin_config.invalid_payload: what becomes of a
-// payload that is not valid for its schema.
-type InvalidPayload string
+// Schema is a stream's schema ([[streams]] schema): the encoder's own type.
+type Schema = batch.Schema
 
 const (
-	InvalidBase64      InvalidPayload = "base64"
-	InvalidFail        InvalidPayload = "fail"
-	InvalidErrorObject InvalidPayload = "error_object"
+	SchemaJSON       = batch.SchemaJSON
+	SchemaRaw        = batch.SchemaRaw
+	SchemaText       = batch.SchemaText
+	SchemaProto      = batch.SchemaProto
+	SchemaFlatbuffer = batch.SchemaFlatbuffer
+	SchemaAvro       = batch.SchemaAvro
+)
+
+// InvalidPayload is plugin_config.invalid_payload: what becomes of a
+// payload that is not valid for its schema; the encoder's own type.
+type InvalidPayload = batch.InvalidPayload
+
+const (
+	InvalidBase64      = batch.InvalidBase64
+	InvalidFail        = batch.InvalidFail
+	InvalidErrorObject = batch.InvalidErrorObject
 )
 
 // ParquetCodec is plugin_config.parquet_compression: a Parquet page's.
@@ -74,7 +86,7 @@ const (
 // The accepted values of each enumeration, canonical spellings first: the
 // loader's and the documentation's one list.
 var (
-	schemas            = []string{"json", "raw", "text", "proto", "flatbuffer", "avro"}
+	schemas            = names(SchemaJSON, SchemaRaw, SchemaText, SchemaProto, SchemaFlatbuffer, SchemaAvro)
 	fileRotations      = names(RotateBySize, RotateByMessages)
 	compressions       = names(batch.CompressionNone, batch.CompressionGzip, batch.CompressionZstd)
 	invalidPayloads    = names(InvalidBase64, InvalidFail, InvalidErrorObject)
@@ -93,6 +105,10 @@ func names[T ~string](vs ...T) []string {
 	}
 	return out
 }
+
+// FindsProtocol reports whether the protocol is found at connect
+// (iggy.protocol = "auto", or unset).
+func (i *Iggy) FindsProtocol() bool { return i.Protocol == "" || i.Protocol == ProtocolAuto }
 
 // Tables reports whether every object is also registered in a table
 // (table_format = "iceberg").

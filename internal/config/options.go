@@ -154,8 +154,8 @@ func buildOptions() []*option {
 				return nil
 			}
 		}),
-		with(stream("schema", kString, "json", "payload schema: "+strings.Join(schemas, ", "), func(s *Stream) any { return &s.Schema }), func(o *option) {
-			o.fix = enum(func(_ *Config, s *Stream) *string { return &s.Schema }, schemas...)
+		with(stream("schema", kString, "json", "payload schema: "+strings.Join(schemas, ", "), func(s *Stream) any { return (*string)(&s.Schema) }), func(o *option) {
+			o.fix = enum(func(_ *Config, s *Stream) *string { return (*string)(&s.Schema) }, schemas...)
 		}),
 		with(stream("batch_length", kInt, "1000", "messages per poll", func(s *Stream) any { return &s.BatchLength }), func(o *option) {
 			o.fix = intRange(func(_ *Config, s *Stream) int64 { return int64(s.BatchLength) }, 1, math.MaxUint32, "greater than 0")

@@ -76,9 +76,9 @@ func (l *loader) checkParquet() error {
 		return l.errorFor("plugin_config.invalid_payload", fmt.Sprintf(`must be "error_object" or "fail" with parquet_schema (it is %q): a record that does not fit the schema cannot be kept as base64`, p.InvalidPayload))
 	}
 	for i, s := range c.Streams {
-		if s.Schema != "json" {
+		if s.Schema != SchemaJSON {
 			e := l.errorFor(fmt.Sprintf("streams[%d].schema", i), fmt.Sprintf("must be json with parquet_schema (it is %q): a pinned schema names the members of JSON payloads", s.Schema))
-			e.Value = strconv.Quote(s.Schema)
+			e.Value = strconv.Quote(string(s.Schema))
 			return e
 		}
 	}

@@ -49,7 +49,7 @@ type Stream struct {
 	Name        string
 	Topics      []string
 	Group       string // consumer group, one per topic
-	Schema      string // payload schema: json, text, raw, ...
+	Schema      batch.Schema
 	BatchLength uint32 // messages per poll
 }
 

@@ -257,7 +257,7 @@ func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, ts ui
 // errorObjects reports whether rejected records go to error objects
 // (invalid_payload = "error_object").
 func (c *committer) errorObjects() bool {
-	return c.p.r.Options.Records.InvalidPayload == "error_object"
+	return c.p.r.Options.Records.InvalidPayload == batch.InvalidErrorObject
 }
 
 // errorsKey is the key of the error object of the data object at dataKey,

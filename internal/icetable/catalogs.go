@@ -15,10 +15,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
+// CatalogKind names a kind of Iceberg catalog.
+type CatalogKind string
+
+// The catalogs OpenCatalog opens.
+const (
+	CatalogGlue     CatalogKind = "glue"
+	CatalogS3Tables CatalogKind = "s3tables"
+	CatalogREST     CatalogKind = "rest"
+)
+
 // CatalogOptions say which catalog to open and how to reach it.
 type CatalogOptions struct {
-	// Kind is "glue", "s3tables" or "rest".
-	Kind string
+	Kind CatalogKind
 	// URI is the REST catalog's URL (s3tables: default
 	// https://s3tables.<Region>.amazonaws.com/iceberg).
 	URI string
@@ -65,12 +74,12 @@ func (f FileStore) Props() iceberg.Properties {
 func OpenCatalog(ctx context.Context, o CatalogOptions) (Catalog, error) {
 	props := o.Files.Props()
 	switch o.Kind {
-	case "glue":
+	case CatalogGlue:
 		return glue.NewCatalog(glue.WithAwsConfig(o.AWS), glue.WithAwsProperties(glue.AwsProperties(props)))
-	case "rest", "s3tables":
+	case CatalogREST, CatalogS3Tables:
 		opts := []rest.Option{rest.WithAdditionalProps(props), rest.WithCustomTransport(transport(o.ResponseTimeout))}
 		uri := o.URI
-		if o.Kind == "s3tables" {
+		if o.Kind == CatalogS3Tables {
 			if uri == "" {
 				uri = fmt.Sprintf("https://s3tables.%s.amazonaws.com/iceberg", o.Region)
 			}

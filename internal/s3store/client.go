@@ -54,20 +54,8 @@ type ClientOptions struct {
 // Uploader retries and counts attempts itself), checksums only where an
 // operation requires them, credentials in the upstream connector's order.
 func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
-	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
-		return nil, errors.New("upload: access_key_id and secret_access_key must be set together (one is empty)")
-	}
-	if o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("upload: endpoint %q: want an http:// or https:// URL with a host", o.Endpoint)
-		}
-	}
-	if o.Region == "auto" && o.Endpoint == "" && envEndpoint() == "" {
-		return nil, errors.New(`upload: region "auto" needs an endpoint (it is Cloudflare R2's region)`)
-	}
-	if o.ResponseHeaderTimeout < 0 {
-		return nil, fmt.Errorf("upload: response header timeout %s: must not be negative", o.ResponseHeaderTimeout)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	timeout := o.ResponseHeaderTimeout
 	if timeout == 0 {
@@ -116,6 +104,29 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 			so.APIOptions = append(so.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		}
 	}), nil
+}
+
+// RegionAuto is Cloudflare R2's region, which only an endpoint locates.
+const RegionAuto = "auto"
+
+// check refuses options no client can be made from.
+func (o ClientOptions) check() error {
+	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
+		return errors.New("upload: access_key_id and secret_access_key must be set together (one is empty)")
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("upload: endpoint %q: want an http:// or https:// URL with a host", o.Endpoint)
+		}
+	}
+	if o.Region == RegionAuto && o.Endpoint == "" && envEndpoint() == "" {
+		return errors.New(`upload: region "auto" needs an endpoint (it is Cloudflare R2's region)`)
+	}
+	if o.ResponseHeaderTimeout < 0 {
+		return fmt.Errorf("upload: response header timeout %s: must not be negative", o.ResponseHeaderTimeout)
+	}
+	return nil
 }
 
 // transportOptions set up the SDK's HTTP transport: the response header

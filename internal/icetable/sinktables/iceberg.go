@@ -64,7 +64,7 @@ func Open(ctx context.Context, p Params, records *batch.Options) (*Tables, error
 		defer cancel()
 		var err error
 		cat, err = icetable.OpenCatalog(octx, icetable.CatalogOptions{
-			Kind: string(pc.IcebergCatalog), URI: pc.IcebergCatalogURI, Warehouse: pc.IcebergWarehouse, Region: p.Config.ServicesRegion,
+			Kind: icetable.CatalogKind(pc.IcebergCatalog), URI: pc.IcebergCatalogURI, Warehouse: pc.IcebergWarehouse, Region: p.Config.ServicesRegion,
 			AWS: p.AWS, Files: files, ResponseTimeout: pc.AWSRequestTimeout,
 		})
 		if err != nil {

@@ -120,35 +120,19 @@ func (d *Dynamo) Acquire(ctx context.Context, key Key, owner string, ttl time.Du
 // 15 clauses, which emulators parse slowly (moto_server: 15 ms against 5 ms). Each write stores a random write_id: the SDK retries a write whose reply was
 // lost, the retry then fails its version check, and the id shows the first attempt took effect.
 func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duration, change func(*State)) (State, error) {
-	now := d.now().UnixMilli()
-	next := s.clone()
-	change(&next)
-	next.Version, next.UpdatedAt = s.Version+1, msTime(now)
-	if ttl > 0 {
-		next.LeaseExpires = msTime(now + ttl.Milliseconds())
-	}
+	next := nextState(s, d.now().UnixMilli(), ttl, change)
 	writeID := rand.Text()
 	item := encodeItem(next, writeID)
-	cond := "#owner = :me AND #ver = :v"
-	vals := map[string]types.AttributeValue{":me": str(s.Owner), ":v": numInt(s.Version)}
-	attrNames := map[string]string{"#owner": attrOwner, "#ver": attrVersion, "#ik": attrIntentKey}
-	switch {
-	case s.Intent == nil:
-		cond += " AND (attribute_not_exists(#ik) OR #ik = :ik)"
-		vals[":ik"] = str("")
-	case s.Intent.ObjectKey == "":
-		return State{}, fmt.Errorf("state: %s %s: the state passed in has an intent without an object key", op, s.Key)
-	default:
-		cond += " AND #ik = :ik AND #if = :if AND #il = :il"
-		attrNames["#if"], attrNames["#il"] = attrIntentFirst, attrIntentLast
-		vals[":ik"], vals[":if"], vals[":il"] = str(s.Intent.ObjectKey), num(s.Intent.First), num(s.Intent.Last)
+	cond, err := writeCondition(op, s)
+	if err != nil {
+		return State{}, err
 	}
-	_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = d.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(d.table),
 		Item:                                item,
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            attrNames,
-		ExpressionAttributeValues:           vals,
+		ConditionExpression:                 aws.String(cond.expr),
+		ExpressionAttributeNames:            cond.names,
+		ExpressionAttributeValues:           cond.values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -161,12 +145,66 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 		}
 		return State{}, d.wrap(op, s.Key, err)
 	}
-	old := ccf.Item
+	return d.conditionFailed(ctx, op, s, next.Version, writeID, ccf.Item)
+}
+
+// nextState is the State a write of change to s stores at now (Unix
+// milliseconds): the next version, and with ttl > 0 a lease renewed for ttl.
+// s itself is left as it was, for the write's condition.
+func nextState(s State, now int64, ttl time.Duration, change func(*State)) State {
+	next := s.clone()
+	change(&next)
+	next.Version, next.UpdatedAt = s.Version+1, msTime(now)
+	if ttl > 0 {
+		next.LeaseExpires = msTime(now + ttl.Milliseconds())
+	}
+	return next
+}
+
+// putCondition is a PutItem condition expression with the attribute names
+// and values it mentions.
+type putCondition struct {
+	expr   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// writeCondition is the condition a write of s puts its item under: the
+// stored item still has s's owner, version and intent (none, or the same
+// object key and range), so that a copy of an older version, or one whose
+// intent was edited, cannot overwrite it.
+func writeCondition(op string, s State) (putCondition, error) {
+	c := putCondition{
+		expr:   "#owner = :me AND #ver = :v",
+		names:  map[string]string{"#owner": attrOwner, "#ver": attrVersion, "#ik": attrIntentKey},
+		values: map[string]types.AttributeValue{":me": str(s.Owner), ":v": numInt(s.Version)},
+	}
+	switch {
+	case s.Intent == nil:
+		c.expr += " AND (attribute_not_exists(#ik) OR #ik = :ik)"
+		c.values[":ik"] = str("")
+	case s.Intent.ObjectKey == "":
+		return putCondition{}, fmt.Errorf("state: %s %s: the state passed in has an intent without an object key", op, s.Key)
+	default:
+		c.expr += " AND #ik = :ik AND #if = :if AND #il = :il"
+		c.names["#if"], c.names["#il"] = attrIntentFirst, attrIntentLast
+		c.values[":ik"], c.values[":if"], c.values[":il"] = str(s.Intent.ObjectKey), num(s.Intent.First), num(s.Intent.Last)
+	}
+	return c, nil
+}
+
+// conditionFailed is the outcome of a write of s whose condition failed
+// against old, the item the store returned with the failure (empty if it
+// returned none). The write may still have applied (its reply lost and the
+// SDK's retry refused), which the item shows by carrying writeID at
+// nextVersion; otherwise the error says what holds the partition now.
+func (d *Dynamo) conditionFailed(ctx context.Context, op string, s State, nextVersion int64, writeID string, old map[string]types.AttributeValue) (State, error) {
 	if len(old) == 0 {
 		// Not every store returns the item a failed condition met (minidyn
 		// does not for PutItem): read it, to say what holds the partition,
 		// or that this write applied, as applied does.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ambiguityTimeout)
+		var err error
 		old, err = d.read(rctx, s.Key)
 		cancel()
 		if err != nil {
@@ -182,7 +220,7 @@ func (d *Dynamo) write(ctx context.Context, op string, s State, ttl time.Duratio
 	}
 	// The condition included our owner and version, so an item carrying this
 	// write's id at the next version is this write, applied.
-	if wid, ok := old[attrWriteID].(*types.AttributeValueMemberS); ok && wid.Value == writeID && cur.Version == next.Version {
+	if wid, ok := old[attrWriteID].(*types.AttributeValueMemberS); ok && wid.Value == writeID && cur.Version == nextVersion {
 		return cur, nil
 	}
 	if cur.Owner == s.Owner && cur.Version == s.Version {

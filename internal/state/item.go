@@ -91,98 +91,187 @@ func msOf(t time.Time) int64 {
 // decodeItem parses a stored item. Absent attributes are zero values, since items are built up by
 // ADD/SET over time; attributes of the wrong type or out of range are errors naming the attribute.
 func decodeItem(item map[string]types.AttributeValue) (State, error) {
-	var (
-		s   State
-		err error
-	)
-	str := func(name string) string {
-		v, ok := item[name]
-		if !ok || err != nil {
-			return ""
-		}
-		sv, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			err = fmt.Errorf("attribute %s: want type S, got %T", name, v)
-			return ""
-		}
-		return sv.Value
+	r := &itemReader{item: item}
+	pk := r.str(attrPK)
+	s, in := r.state()
+	if r.err != nil {
+		return State{}, r.err
 	}
-	number := func(name string, bits int, signed bool) (uint64, int64, bool) {
-		v, ok := item[name]
-		if !ok || err != nil {
-			return 0, 0, false
-		}
-		nv, ok := v.(*types.AttributeValueMemberN)
-		if !ok {
-			err = fmt.Errorf("attribute %s: want type N, got %T", name, v)
-			return 0, 0, false
-		}
-		if signed {
-			n, perr := strconv.ParseInt(nv.Value, 10, bits)
-			if perr != nil {
-				err = fmt.Errorf("attribute %s: %q is not an int%d", name, nv.Value, bits)
-			}
-			return 0, n, perr == nil
-		}
-		n, perr := strconv.ParseUint(nv.Value, 10, bits)
-		if perr != nil {
-			err = fmt.Errorf("attribute %s: %q is not a uint%d", name, nv.Value, bits)
-		}
-		return n, 0, perr == nil
-	}
-	u64 := func(name string) uint64 { n, _, _ := number(name, 64, false); return n }
-	i64 := func(name string) int64 { _, n, _ := number(name, 64, true); return n }
-
-	pk := str(attrPK)
-	s.Key.Group, s.Key.Stream, s.Key.Topic = str(attrGroup), str(attrStream), str(attrTopic)
-	part, _, _ := number(attrPartition, 32, false)
-	s.Key.Partition = uint32(part)
-	s.Owner = str(attrOwner)
-	s.LeaseExpires = msTime(i64(attrExpires))
-	s.Version = i64(attrVersion)
-	if v, ok := item[attrHasWritten]; ok && err == nil {
-		b, ok := v.(*types.AttributeValueMemberBOOL)
-		if !ok {
-			err = fmt.Errorf("attribute %s: want type BOOL, got %T", attrHasWritten, v)
-		} else {
-			s.HasWritten = b.Value
-		}
-	}
-	s.LastWritten = u64(attrLastWritten)
-	first, _, hasFirst := number(attrIntentFirst, 64, false)
-	last, _, hasLast := number(attrIntentLast, 64, false)
-	objectKey := str(attrIntentKey)
-	s.Objects, s.Messages, s.Bytes, s.GapMessages = u64(attrObjects), u64(attrMessages), u64(attrBytes), u64(attrGapMessages)
-	s.UpdatedAt = msTime(i64(attrUpdatedAt))
-	s.Incarnation = u64(attrIncarnation)
-	s.LastTimestamp = u64(attrLastTS)
-	intentTS := u64(attrIntentTS)
-	s.CarriedFromStream, s.CarriedFromTopic = str(attrFromStream), str(attrFromTopic)
-	gen, _, _ := number(attrGeneration, 32, false)
-	s.Generation = uint32(gen)
+	intent, err := in.intent()
 	if err != nil {
 		return State{}, err
 	}
-	switch {
-	case objectKey == "":
-		// no intent; intent_first/intent_last are left at 0 or absent
-	case !hasFirst || !hasLast:
-		return State{}, fmt.Errorf("attribute %s is set but %s or %s is missing", attrIntentKey, attrIntentFirst, attrIntentLast)
-	case first > last:
-		return State{}, fmt.Errorf("attributes %s..%s: %d is after %d", attrIntentFirst, attrIntentLast, first, last)
-	default:
-		s.Intent = &Intent{First: first, Last: last, ObjectKey: objectKey, FirstTimestamp: intentTS}
-	}
-	for k, v := range item {
-		if !known[k] {
-			if s.unknown == nil {
-				s.unknown = map[string]types.AttributeValue{}
-			}
-			s.unknown[k] = v
-		}
-	}
+	s.Intent = intent
+	s.unknown = unknownAttrs(item)
 	if pk != s.Key.ID() {
 		return State{}, fmt.Errorf("attribute %s %q does not match the key attributes (%s)", attrPK, pk, s.Key.ID())
 	}
 	return s, nil
+}
+
+// state reads every attribute of the State but pk. The order of the reads is
+// the order in which an item with several bad attributes has always had them
+// reported. The intent attributes are returned as stored, for intent to check.
+func (r *itemReader) state() (State, intentAttrs) {
+	var (
+		s  State
+		in intentAttrs
+	)
+	s.Key.Group, s.Key.Stream, s.Key.Topic = r.str(attrGroup), r.str(attrStream), r.str(attrTopic)
+	s.Key.Partition = r.u32(attrPartition)
+	s.Owner = r.str(attrOwner)
+	s.LeaseExpires = msTime(r.i64(attrExpires))
+	s.Version = r.i64(attrVersion)
+	s.HasWritten = r.boolean(attrHasWritten)
+	s.LastWritten = r.u64(attrLastWritten)
+	in.first, in.hasFirst = r.unsigned(attrIntentFirst, 64)
+	in.last, in.hasLast = r.unsigned(attrIntentLast, 64)
+	in.objectKey = r.str(attrIntentKey)
+	s.Objects, s.Messages, s.Bytes, s.GapMessages = r.u64(attrObjects), r.u64(attrMessages), r.u64(attrBytes), r.u64(attrGapMessages)
+	s.UpdatedAt = msTime(r.i64(attrUpdatedAt))
+	s.Incarnation = r.u64(attrIncarnation)
+	s.LastTimestamp = r.u64(attrLastTS)
+	in.firstTimestamp = r.u64(attrIntentTS)
+	s.CarriedFromStream, s.CarriedFromTopic = r.str(attrFromStream), r.str(attrFromTopic)
+	s.Generation = r.u32(attrGeneration)
+	return s, in
+}
+
+// intentAttrs are an item's intent attributes as stored, before intent checks
+// that they agree.
+type intentAttrs struct {
+	first, last       uint64
+	hasFirst, hasLast bool
+	objectKey         string
+	firstTimestamp    uint64
+}
+
+// intent is the Intent the attributes record; nil when intent_key is empty,
+// since clearing an intent leaves intent_first and intent_last at 0 or absent.
+func (a intentAttrs) intent() (*Intent, error) {
+	switch {
+	case a.objectKey == "":
+		return nil, nil
+	case !a.hasFirst || !a.hasLast:
+		return nil, fmt.Errorf("attribute %s is set but %s or %s is missing", attrIntentKey, attrIntentFirst, attrIntentLast)
+	case a.first > a.last:
+		return nil, fmt.Errorf("attributes %s..%s: %d is after %d", attrIntentFirst, attrIntentLast, a.first, a.last)
+	}
+	return &Intent{First: a.first, Last: a.last, ObjectKey: a.objectKey, FirstTimestamp: a.firstTimestamp}, nil
+}
+
+// unknownAttrs are the attributes of item that decodeItem does not read (those
+// a newer version added), for writes to carry through; nil when there are none.
+func unknownAttrs(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	var unknown map[string]types.AttributeValue
+	for k, v := range item {
+		if !known[k] {
+			if unknown == nil {
+				unknown = map[string]types.AttributeValue{}
+			}
+			unknown[k] = v
+		}
+	}
+	return unknown
+}
+
+// itemReader reads an item's attributes as Go values. It keeps the first
+// error and reads every attribute after it as absent, so that the error
+// names the first bad attribute read.
+type itemReader struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+// attr is the named attribute; ok is false when the item has none or an
+// earlier read failed.
+func (r *itemReader) attr(name string) (v types.AttributeValue, ok bool) {
+	if r.err != nil {
+		return nil, false
+	}
+	v, ok = r.item[name]
+	return v, ok
+}
+
+// str reads an S attribute.
+func (r *itemReader) str(name string) string {
+	v, ok := r.attr(name)
+	if !ok {
+		return ""
+	}
+	sv, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		r.err = fmt.Errorf("attribute %s: want type S, got %T", name, v)
+		return ""
+	}
+	return sv.Value
+}
+
+// boolean reads a BOOL attribute.
+func (r *itemReader) boolean(name string) bool {
+	v, ok := r.attr(name)
+	if !ok {
+		return false
+	}
+	b, ok := v.(*types.AttributeValueMemberBOOL)
+	if !ok {
+		r.err = fmt.Errorf("attribute %s: want type BOOL, got %T", name, v)
+		return false
+	}
+	return b.Value
+}
+
+// number is the decimal text of an N attribute.
+func (r *itemReader) number(name string) (string, bool) {
+	v, ok := r.attr(name)
+	if !ok {
+		return "", false
+	}
+	nv, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		r.err = fmt.Errorf("attribute %s: want type N, got %T", name, v)
+		return "", false
+	}
+	return nv.Value, true
+}
+
+// unsigned reads an N attribute that must fit in an unsigned integer of the
+// given bit size; ok reports whether the item has it and it does.
+func (r *itemReader) unsigned(name string, bits int) (n uint64, ok bool) {
+	text, ok := r.number(name)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(text, 10, bits)
+	if err != nil {
+		r.err = fmt.Errorf("attribute %s: %q is not a uint%d", name, text, bits)
+		return 0, false
+	}
+	return n, true
+}
+
+// u64 reads an N attribute that must be a uint64.
+func (r *itemReader) u64(name string) uint64 {
+	n, _ := r.unsigned(name, 64)
+	return n
+}
+
+// u32 reads an N attribute that must be a uint32.
+func (r *itemReader) u32(name string) uint32 {
+	n, _ := r.unsigned(name, 32)
+	return uint32(n)
+}
+
+// i64 reads an N attribute that must be an int64.
+func (r *itemReader) i64(name string) int64 {
+	text, ok := r.number(name)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		r.err = fmt.Errorf("attribute %s: %q is not an int64", name, text)
+		return 0
+	}
+	return n
 }

@@ -27,30 +27,7 @@ func TestErrorObjectNames(t *testing.T) {
 			"elsewhere/app/logs/2024-03-16/00003-00000000000000000010-00000000000000000019.errors.jsonl"},
 	} {
 		n := NewNamer(tc.prefix, tpl, "parquet").WithErrors(tc.errPrefix)
-		p := n.Partition("app", "logs", 3).Generation(tc.gen)
-		if got := p.Object(10, 19, ts); got != tc.data {
-			t.Fatalf("Object = %q, want %q", got, tc.data)
-		}
-		if got := p.Errors(10, 19, ts); got != tc.errs {
-			t.Errorf("Errors = %q, want %q", got, tc.errs)
-		}
-		if got, ok := n.ErrorsKey(tc.data); !ok || got != tc.errs {
-			t.Errorf("ErrorsKey(%q) = %q, %v; want %q", tc.data, got, ok, tc.errs)
-		}
-		lp, ok := p.ErrorsListPrefix()
-		if !ok || !strings.HasPrefix(tc.errs, lp) {
-			t.Errorf("ErrorsListPrefix %q does not lead to %q", lp, tc.errs)
-		}
-		if _, ok := ParseName(tc.errs); ok {
-			t.Errorf("ParseName accepted the error object %q", tc.errs)
-		}
-		nm, ok := ParseErrorsName(tc.errs)
-		if !ok || nm.First != 10 || nm.Last != 19 || nm.Partition != 3 || nm.Generation != tc.gen || nm.Ext != ErrorsExt {
-			t.Errorf("ParseErrorsName(%q) = %+v, %v", tc.errs, nm, ok)
-		}
-		if _, ok := ParseErrorsName(tc.data); ok {
-			t.Errorf("ParseErrorsName accepted the data object %q", tc.data)
-		}
+		checkErrorObjectNames(t, n, n.Partition("app", "logs", 3).Generation(tc.gen), ts, tc.data, tc.errs)
 	}
 	plain := NewNamer("archive", tpl, "jsonl")
 	if plain.Partition("app", "logs", 0).Errors(1, 2, ts) != "" {
@@ -65,5 +42,35 @@ func TestErrorObjectNames(t *testing.T) {
 		if k, ok := n.ErrorsKey(bad); ok {
 			t.Errorf("ErrorsKey(%q) = %q", bad, k)
 		}
+	}
+}
+
+// checkErrorObjectNames checks the error object of p's data object of
+// offsets 10..19 at time ts: data is that object's key, errs its error
+// object's.
+func checkErrorObjectNames(t *testing.T, n *Namer, p PartitionNamer, ts uint64, data, errs string) {
+	t.Helper()
+	if got := p.Object(10, 19, ts); got != data {
+		t.Fatalf("Object = %q, want %q", got, data)
+	}
+	if got := p.Errors(10, 19, ts); got != errs {
+		t.Errorf("Errors = %q, want %q", got, errs)
+	}
+	if got, ok := n.ErrorsKey(data); !ok || got != errs {
+		t.Errorf("ErrorsKey(%q) = %q, %v; want %q", data, got, ok, errs)
+	}
+	lp, ok := p.ErrorsListPrefix()
+	if !ok || !strings.HasPrefix(errs, lp) {
+		t.Errorf("ErrorsListPrefix %q does not lead to %q", lp, errs)
+	}
+	if _, ok := ParseName(errs); ok {
+		t.Errorf("ParseName accepted the error object %q", errs)
+	}
+	nm, ok := ParseErrorsName(errs)
+	if !ok || nm.First != 10 || nm.Last != 19 || nm.Partition != p.path.partition || nm.Generation != p.generation || nm.Ext != ErrorsExt {
+		t.Errorf("ParseErrorsName(%q) = %+v, %v", errs, nm, ok)
+	}
+	if _, ok := ParseErrorsName(data); ok {
+		t.Errorf("ParseErrorsName accepted the data object %q", data)
 	}
 }

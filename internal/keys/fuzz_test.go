@@ -96,22 +96,8 @@ func FuzzKeysStayUnderPrefix(f *testing.F) {
 		if !strings.HasPrefix(keyA, a.ListPrefix()) {
 			t.Fatalf("key %q not under its list prefix %q", keyA, a.ListPrefix())
 		}
-		gen := a.Generation(p2)
-		mk := gen.GenerationMarker()
-		checkUnderPrefix(t, prefix, mk)
-		if g, ok := a.ParseGenerationMarker(mk); !ok || g != p2 {
-			t.Fatalf("ParseGenerationMarker(%q) = %d, %v; want generation %d", mk, g, ok, p2)
-		}
-		if _, ok := a.ParseGenerationMarker(keyA); ok {
-			t.Fatalf("data object %q reads as a generation marker", keyA)
-		}
-		if _, ok := ParseName(mk); ok {
-			t.Fatalf("generation marker %q reads as an object or marker name", mk)
-		}
-		if (Segment(s1) != Segment(s2) || Segment(t1) != Segment(t2) || p1 != p2) && a.GenerationMarker() == b.GenerationMarker() {
-			t.Fatalf("%v/%d and %v/%d share the generation marker %q", Pair{s1, t1}, p1, Pair{s2, t2}, p2, a.GenerationMarker())
-		}
 		pa, pb := Pair{s1, t1}, Pair{s2, t2}
+		checkGenerationMarkers(t, prefix, a, b, pa, pb, keyA, p1, p2)
 		if pa == pb || tpl.Collision([]Pair{pa, pb}) != nil {
 			return
 		}
@@ -125,6 +111,30 @@ func FuzzKeysStayUnderPrefix(f *testing.F) {
 			t.Fatalf("%v and %v share the error object %q", pa, pb, errA)
 		}
 	})
+}
+
+// checkGenerationMarkers checks, for FuzzKeysStayUnderPrefix, the
+// generation markers of partition p1 of pa (namer a, data object keyA) and
+// of partition p2 of pb (namer b): generation p2 of a's stays under prefix
+// and reads back as nothing else, and different partitions do not share
+// one.
+func checkGenerationMarkers(t *testing.T, prefix string, a, b PartitionNamer, pa, pb Pair, keyA string, p1, p2 uint32) {
+	t.Helper()
+	gen := a.Generation(p2)
+	mk := gen.GenerationMarker()
+	checkUnderPrefix(t, prefix, mk)
+	if g, ok := a.ParseGenerationMarker(mk); !ok || g != p2 {
+		t.Fatalf("ParseGenerationMarker(%q) = %d, %v; want generation %d", mk, g, ok, p2)
+	}
+	if _, ok := a.ParseGenerationMarker(keyA); ok {
+		t.Fatalf("data object %q reads as a generation marker", keyA)
+	}
+	if _, ok := ParseName(mk); ok {
+		t.Fatalf("generation marker %q reads as an object or marker name", mk)
+	}
+	if (Segment(pa.Stream) != Segment(pb.Stream) || Segment(pa.Topic) != Segment(pb.Topic) || p1 != p2) && a.GenerationMarker() == b.GenerationMarker() {
+		t.Fatalf("%v/%d and %v/%d share the generation marker %q", pa, p1, pb, p2, a.GenerationMarker())
+	}
 }
 
 // FuzzParseErrorsName: an accepted error-object name is canonical, and

@@ -27,11 +27,11 @@ func (p PartitionNamer) GenerationsPrefix() string {
 	dst := appendPrefix(nil, p.n.prefix)
 	dst = append(dst, GenerationsFolder...)
 	dst = append(dst, '/')
-	dst = appendSegment(dst, p.stream)
+	dst = appendSegment(dst, p.path.stream)
 	dst = append(dst, '/')
-	dst = appendSegment(dst, p.topic)
+	dst = appendSegment(dst, p.path.topic)
 	dst = append(dst, '/')
-	dst = appendPadded(dst, uint64(p.partition), 5)
+	dst = appendPadded(dst, uint64(p.path.partition), 5)
 	return string(append(dst, "-g"...))
 }
 
@@ -63,9 +63,9 @@ func (p PartitionNamer) ParseGenerationMarker(key string) (uint32, bool) {
 // are folders.
 func (p PartitionNamer) NameMarker(streamID, topicID uint32) string {
 	dst := []byte(p.NamesPrefix(streamID, topicID))
-	dst = appendSegment(dst, p.stream)
+	dst = appendSegment(dst, p.path.stream)
 	dst = append(dst, '/')
-	dst = appendSegment(dst, p.topic)
+	dst = appendSegment(dst, p.path.topic)
 	return string(append(dst, ".json"...))
 }
 
@@ -77,6 +77,6 @@ func (p PartitionNamer) NamesPrefix(streamID, topicID uint32) string {
 	dst = append(dst, '-')
 	dst = strconv.AppendUint(dst, uint64(topicID), 10)
 	dst = append(dst, '/')
-	dst = appendPadded(dst, uint64(p.partition), 5)
+	dst = appendPadded(dst, uint64(p.path.partition), 5)
 	return string(append(dst, '/'))
 }

@@ -378,8 +378,8 @@ func TestMatcherHoldsOnlyThePartitionsKeys(t *testing.T) {
 					others = append(others, n.Partition("app", "logs", 30))
 				}
 				for _, o := range others {
-					if key := o.Object(10, 20, ts); holds(key) && (strings.Contains(tpl, "{stream}") || o.stream == "app") {
-						t.Errorf("%s/%s/%d's key %q taken for app/logs/3's", o.stream, o.topic, o.partition, key)
+					if key := o.Object(10, 20, ts); holds(key) && (strings.Contains(tpl, "{stream}") || o.path.stream == "app") {
+						t.Errorf("%s/%s/%d's key %q taken for app/logs/3's", o.path.stream, o.path.topic, o.path.partition, key)
 					}
 				}
 			}

@@ -11,7 +11,7 @@ import (
 // time field, so with a time-first template ("dt={date}/{stream}/{topic}")
 // it covers every topic's objects, and another sink's under the same
 // prefix; a key's file name alone (ParseName) does not tell whose it is.
-func (p PartitionNamer) Matcher() func(key string) bool { return p.matcher(p.n.prefix) }
+func (p PartitionNamer) Matcher() func(key string) bool { return p.path.matcher(p.n.prefix) }
 
 // ErrorsMatcher is Matcher for this partition's error objects; it matches
 // nothing when the Namer names none.
@@ -19,7 +19,7 @@ func (p PartitionNamer) ErrorsMatcher() func(key string) bool {
 	if !p.n.hasErrors {
 		return func(string) bool { return false }
 	}
-	return p.matcher(p.n.errPrefix)
+	return p.path.matcher(p.n.errPrefix)
 }
 
 // atom is one part of a folder pattern: fixed text, or a run of digits
@@ -32,22 +32,23 @@ type atom struct {
 	plus     bool
 }
 
-func (p PartitionNamer) matcher(prefix string) func(key string) bool {
+// matcher is Matcher under prefix.
+func (pp partitionPath) matcher(prefix string) func(key string) bool {
 	var atoms []atom
 	fixed := func(s string) { atoms = append(atoms, atom{text: s}) }
 	year := atom{digits: true, min: 4, max: 20, plus: true}
 	two := atom{digits: true, min: 2, max: 2}
 	fixed(string(appendPrefix(nil, prefix)))
-	for _, s := range p.n.tpl.segments {
+	for _, s := range pp.tpl.segments {
 		switch s.kind {
 		case literal:
 			fixed(s.text)
 		case phStream:
-			fixed(string(appendSegment(nil, p.stream)))
+			fixed(string(appendSegment(nil, pp.stream)))
 		case phTopic:
-			fixed(string(appendSegment(nil, p.topic)))
+			fixed(string(appendSegment(nil, pp.topic)))
 		case phPartition:
-			fixed(strconv.FormatUint(uint64(p.partition), 10))
+			fixed(strconv.FormatUint(uint64(pp.partition), 10))
 		case phDate:
 			atoms = append(atoms, year, atom{text: "-"}, two, atom{text: "-"}, two)
 		case phYear:
@@ -134,7 +135,7 @@ func (p PartitionNamer) Listing(from uint64) [][2]string {
 	if p.TimeFolders() {
 		return [][2]string{{p.ListPrefix(), ""}}
 	}
-	return p.bounded(p.ListPrefix(), from)
+	return p.path.bounded(p.ListPrefix(), from)
 }
 
 // TimeFolders reports whether the path template has a time field, so that
@@ -152,14 +153,14 @@ func (p PartitionNamer) TimeFolders() bool {
 // server time tsMicros, bounded like a time-free template's: the keys of
 // this partition in that folder from first offset from on.
 func (p PartitionNamer) ListingAt(from, tsMicros uint64) [][2]string {
-	t := p.n.tpl
-	dst := appendPrefix(nil, p.n.prefix)
-	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, tsMicros, len(t.segments))
-	return p.bounded(string(append(dst, '/')), from)
+	dst := p.path.appendFolder(nil, p.n.prefix, tsMicros)
+	return p.path.bounded(string(append(dst, '/')), from)
 }
 
-func (p PartitionNamer) bounded(folder string, from uint64) [][2]string {
-	name := string(appendPadded(nil, uint64(p.partition), 5)) + "-"
+// bounded is the listing of the partition's keys in folder (which ends in
+// '/') from first offset from on: its data objects' and its markers'.
+func (pp partitionPath) bounded(folder string, from uint64) [][2]string {
+	name := string(appendPadded(nil, uint64(pp.partition), 5)) + "-"
 	// Keys of first offsets below from sort before this; from's own
 	// objects sort after it (it is a prefix of their names).
 	start := name + string(appendPadded(nil, from, 20))

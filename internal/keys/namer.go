@@ -119,15 +119,23 @@ func (n *Namer) ErrorsKeyOf(dataKey string) (string, bool) {
 
 // Partition returns the namer of one partition's objects.
 func (n *Namer) Partition(stream, topic string, partition uint32) PartitionNamer {
-	return PartitionNamer{n: n, stream: stream, topic: topic, partition: partition}
+	return PartitionNamer{n: n, path: partitionPath{tpl: n.tpl, stream: stream, topic: topic, partition: partition}}
 }
 
 // PartitionNamer names one partition's data objects and gap markers.
 type PartitionNamer struct {
-	n             *Namer
+	n          *Namer
+	path       partitionPath
+	generation uint32
+}
+
+// partitionPath renders the folders of one partition's objects, the path
+// template filled in for its stream, topic and partition, under a prefix:
+// the data prefix, or the error objects' (which mirror the data objects).
+type partitionPath struct {
+	tpl           *Template
 	stream, topic string
 	partition     uint32
-	generation    uint32
 }
 
 // Generation returns the namer of generation g of the partition: the
@@ -142,47 +150,47 @@ func (p PartitionNamer) Generation(g uint32) PartitionNamer {
 // Object is the key of the data object holding offsets first..last, whose
 // first message has server time tsMicros.
 func (p PartitionNamer) Object(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, false, first, last, tsMicros, p.n.ext))
+	return string(p.appendName(nil, p.n.prefix, false, first, last, tsMicros, p.n.ext))
 }
 
 // AppendObject appends Object's key to dst; it does not allocate when dst
 // has room.
 func (p PartitionNamer) AppendObject(dst []byte, first, last, tsMicros uint64) []byte {
-	return p.appendName(dst, false, first, last, tsMicros, p.n.ext)
+	return p.appendName(dst, p.n.prefix, false, first, last, tsMicros, p.n.ext)
 }
 
 // Gap is the key of the marker reporting offsets first..last as deleted
 // before the sink read them; tsMicros is the server time of the first
 // message after the gap.
 func (p PartitionNamer) Gap(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, true, first, last, tsMicros, GapExt))
+	return string(p.appendName(nil, p.n.prefix, true, first, last, tsMicros, GapExt))
 }
 
 // Hole is the key of the marker reporting offsets first..last as never
 // written by Iggy (a hole in its offsets); tsMicros is the server time of
 // the first message after it.
 func (p PartitionNamer) Hole(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, true, first, last, tsMicros, HoleExt))
+	return string(p.appendName(nil, p.n.prefix, true, first, last, tsMicros, HoleExt))
 }
 
 // Skip is the key of the marker reporting offsets first..last as passed
 // over because the consumer group was moved past them; tsMicros is the
 // server time of the message at first (or the next one left).
 func (p PartitionNamer) Skip(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, true, first, last, tsMicros, SkipExt))
+	return string(p.appendName(nil, p.n.prefix, true, first, last, tsMicros, SkipExt))
 }
 
 // TooLarge is the key of the marker reporting offsets first..last as
 // messages too large to take in; tsMicros is the server time of the first.
 func (p PartitionNamer) TooLarge(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, true, first, last, tsMicros, TooLargeExt))
+	return string(p.appendName(nil, p.n.prefix, true, first, last, tsMicros, TooLargeExt))
 }
 
 // Renamed is the key of the marker reporting offsets first..last as
 // archived under the partition's earlier stream or topic name; tsMicros
 // places it in the path template.
 func (p PartitionNamer) Renamed(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, true, first, last, tsMicros, RenamedExt))
+	return string(p.appendName(nil, p.n.prefix, true, first, last, tsMicros, RenamedExt))
 }
 
 // Errors is the key of the error object of the data object holding
@@ -192,7 +200,7 @@ func (p PartitionNamer) Errors(first, last, tsMicros uint64) string {
 	if !p.n.hasErrors {
 		return ""
 	}
-	return string(p.appendNameUnder(nil, p.n.errPrefix, false, first, last, tsMicros, ErrorsExt))
+	return string(p.appendName(nil, p.n.errPrefix, false, first, last, tsMicros, ErrorsExt))
 }
 
 // ErrorsListPrefix is ListPrefix for this partition's error objects; false
@@ -201,25 +209,21 @@ func (p PartitionNamer) ErrorsListPrefix() (string, bool) {
 	if !p.n.hasErrors {
 		return "", false
 	}
-	return p.listPrefix(p.n.errPrefix), true
+	return p.path.listPrefix(p.n.errPrefix), true
 }
 
-func (p PartitionNamer) appendName(dst []byte, gap bool, first, last, tsMicros uint64, ext string) []byte {
-	return p.appendNameUnder(dst, p.n.prefix, gap, first, last, tsMicros, ext)
-}
-
-func (p PartitionNamer) appendNameUnder(dst []byte, prefix string, gap bool, first, last, tsMicros uint64, ext string) []byte {
-	t := p.n.tpl
+// appendName appends the key of the object or marker (gap) of offsets
+// first..last under prefix, with extension ext.
+func (p PartitionNamer) appendName(dst []byte, prefix string, gap bool, first, last, tsMicros uint64, ext string) []byte {
 	if dst == nil {
-		dst = make([]byte, 0, len(prefix)+len(t.src)+len(p.stream)+len(p.topic)+64+len(ext))
+		dst = make([]byte, 0, len(prefix)+len(p.path.tpl.src)+len(p.path.stream)+len(p.path.topic)+64+len(ext))
 	}
-	dst = appendPrefix(dst, prefix)
-	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, tsMicros, len(t.segments))
+	dst = p.path.appendFolder(dst, prefix, tsMicros)
 	dst = append(dst, '/')
 	if gap {
 		dst = append(dst, '_')
 	}
-	dst = appendFileName(dst, p.partition, first, last)
+	dst = appendFileName(dst, p.path.partition, first, last)
 	if p.generation > 0 {
 		dst = append(dst, "-g"...)
 		dst = strconv.AppendUint(dst, uint64(p.generation), 10)
@@ -232,10 +236,18 @@ func (p PartitionNamer) appendNameUnder(dst []byte, prefix string, gap bool, fir
 // partition's objects and gap markers: prefix and template rendered up to
 // the first placeholder that varies between objects (a time field), cut
 // back to the last '/' so that data objects and gap markers both match.
-func (p PartitionNamer) ListPrefix() string { return p.listPrefix(p.n.prefix) }
+func (p PartitionNamer) ListPrefix() string { return p.path.listPrefix(p.n.prefix) }
 
-func (p PartitionNamer) listPrefix(prefix string) string {
-	t := p.n.tpl
+// appendFolder appends the folder under prefix of the partition's objects
+// whose first message has server time tsMicros, without a trailing '/'.
+func (pp partitionPath) appendFolder(dst []byte, prefix string, tsMicros uint64) []byte {
+	dst = appendPrefix(dst, prefix)
+	return pp.tpl.appendRendered(dst, pp.stream, pp.topic, pp.partition, tsMicros, len(pp.tpl.segments))
+}
+
+// listPrefix is ListPrefix under prefix.
+func (pp partitionPath) listPrefix(prefix string) string {
+	t := pp.tpl
 	dst := appendPrefix(nil, prefix)
 	n := len(t.segments)
 	for i, s := range t.segments {
@@ -244,7 +256,7 @@ func (p PartitionNamer) listPrefix(prefix string) string {
 			break
 		}
 	}
-	dst = t.appendRendered(dst, p.stream, p.topic, p.partition, 0, n)
+	dst = t.appendRendered(dst, pp.stream, pp.topic, pp.partition, 0, n)
 	if n == len(t.segments) {
 		dst = append(dst, '/')
 	}

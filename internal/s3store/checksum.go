@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -53,15 +55,29 @@ type partSum struct {
 
 func sumOf(data []byte) partSum { return partSum{size: int64(len(data)), crc: crc32c(data)} }
 
+// checksums proves that the store took the bodies sent: by the CRC32C
+// sent with each, until a store shows that it does not verify the header,
+// and from then on, for every request of the uploader, by MD5 ETags. It is
+// safe for concurrent use.
+type checksums struct {
+	// md5Only: requests carry no checksum header, replies are proved by
+	// MD5 ETags (Options.Checksum, or the store ignored a CRC32C).
+	md5Only atomic.Bool
+	etags   etagCheck
+	// bucket and log are for the warning of the fallback.
+	bucket string
+	log    *slog.Logger
+}
+
 // useCRC reports whether requests carry CRC32C checksums now.
-func (u *Uploader) useCRC() bool { return !u.md5Only.Load() }
+func (cs *checksums) useCRC() bool { return !cs.md5Only.Load() }
 
 // fallBackToMD5 switches the uploader to MD5 ETags for good, once, with a
 // warning that says why and how to skip the probe.
-func (u *Uploader) fallBackToMD5(ctx context.Context, op, key, why string) {
-	if u.md5Only.CompareAndSwap(false, true) {
-		u.opts.Logger.WarnContext(ctx, "s3 store does not verify CRC32C checksums; proving uploads by MD5 ETags from now on (set checksum = \"md5\" to skip this probe)",
-			"bucket", u.opts.Bucket, "op", op, "key", key, "why", why)
+func (cs *checksums) fallBackToMD5(ctx context.Context, op, key, why string) {
+	if cs.md5Only.CompareAndSwap(false, true) {
+		cs.log.WarnContext(ctx, "s3 store does not verify CRC32C checksums; proving uploads by MD5 ETags from now on (set checksum = \"md5\" to skip this probe)",
+			"bucket", cs.bucket, "op", op, "key", key, "why", why)
 	}
 }
 
@@ -70,7 +86,7 @@ func (u *Uploader) fallBackToMD5(ctx context.Context, op, key, why string) {
 // reply without one means the store ignored the header, and its ETag is
 // checked against the MD5 of data instead (the fallback). Without a
 // checksum sent, the ETag must be data's MD5, unless SSE-KMS makes it opaque.
-func (u *Uploader) checkBody(ctx context.Context, op, key string, r reply, sent bool, s *partSum, data []byte) error {
+func (cs *checksums) checkBody(ctx context.Context, op, key string, r reply, sent bool, s *partSum, data []byte) error {
 	if strings.Trim(aws.ToString(r.etag), `"`) == "" {
 		return &badReplyError{status: replyStatus(r.meta), problem: "it has no ETag"}
 	}
@@ -83,12 +99,12 @@ func (u *Uploader) checkBody(ctx context.Context, op, key string, r reply, sent 
 			}
 			return nil
 		}
-		u.fallBackToMD5(ctx, op, key, "the reply carries no x-amz-checksum-crc32c")
+		cs.fallBackToMD5(ctx, op, key, "the reply carries no x-amz-checksum-crc32c")
 	}
 	if !s.hasMD5 {
 		s.md5, s.hasMD5 = md5.Sum(data), true
 	}
-	return u.checkETag(r, s.md5, len(data))
+	return cs.etags.check(r, s.md5, len(data))
 }
 
 // refusesChecksum reports whether err is a store refusing the checksum

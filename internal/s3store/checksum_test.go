@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/faultproxy"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // checksumStores say what each store does with a CRC32C sent with a body:
@@ -57,93 +58,108 @@ func TestCorruptedUploadIsRefused(t *testing.T) {
 			srv := st.start(t)
 			srv.CreateBucket(t, bucket)
 			direct := srv.Client(t)
-			read := func(key string) ([]byte, bool) {
-				out, err := direct.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-				if httpStatus(err) == 404 || isCode(err, "NoSuchKey") {
-					return nil, false
-				}
-				if err != nil {
-					t.Fatalf("GetObject %s: %v", key, err)
-				}
-				defer out.Body.Close()
-				var b bytes.Buffer
-				_, _ = b.ReadFrom(out.Body)
-				return b.Bytes(), true
-			}
 			// A clean upload tells whether the store echoes the CRC32C.
 			clean := New(unsignedClient(t, srv.Endpoint, srv.AccessKey, srv.SecretKey, srv.Region), Options{Bucket: bucket, Sleep: noSleep})
 			if _, err := clean.Put(context.Background(), Object{Key: "clean"}, randomBytes(8, 1000)); err != nil {
 				t.Fatal(err)
 			}
-			if echoed := !clean.md5Only.Load(); echoed != want.echoes {
+			if echoed := !clean.checksums.md5Only.Load(); echoed != want.echoes {
 				t.Fatalf("the store echoed the CRC32C: %v, want %v", echoed, want.echoes)
 			}
-			for _, tc := range []struct {
-				name string
-				size int
-				op   string
-			}{
+			for _, tc := range []corruptedUpload{
 				{"put", 70_000, "PutObject"},
 				{"multipart", MinPartSize + 70_000, "UploadPart"},
 			} {
-				t.Run(tc.name, func(t *testing.T) {
-					body := randomBytes(7, tc.size)
-					only := func(r *http.Request) bool { return r.Method == http.MethodPut }
-					proxy, err := faultproxy.Start(srv.Endpoint, faultproxy.Config{CorruptRate: 1, Only: only})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer proxy.Close()
-					const attempts = 2
-					u := New(unsignedClient(t, proxy.URL(), srv.AccessKey, srv.SecretKey, srv.Region),
-						Options{Bucket: bucket, MaxAttempts: attempts, Sleep: noSleep, PartSize: MinPartSize, MultipartThreshold: MinPartSize})
-					key := "corrupt/" + tc.name
-					_, err = u.Put(context.Background(), Object{Key: key}, body)
-					var e *Error
-					if !want.verifies {
-						// The store keeps the corrupted body; the ETag check
-						// fails the attempts, and the retry meets the object.
-						if err == nil {
-							t.Fatal("a corrupted upload succeeded")
-						}
-						got, ok := read(key)
-						if ok && bytes.Equal(got, body) {
-							t.Fatal("the store holds the body intact although every attempt was corrupted")
-						}
-						return
-					}
-					if !errors.As(err, &e) || e.Op != tc.op || e.Status != 400 || e.Attempts != attempts {
-						t.Fatalf("error = %v, want %s refused (400) after %d attempts", err, tc.op, attempts)
-					}
-					if _, ok := read(key); ok {
-						t.Fatal("an object exists after every attempt was corrupted")
-					}
-					if n := proxy.Stats().Corrupted; n < attempts {
-						t.Fatalf("the proxy corrupted %d requests, want at least %d", n, attempts)
-					}
-
-					// One corrupted attempt, then the retry gets through whole.
-					corrupted := false
-					if err := proxy.Set(faultproxy.Config{CorruptRate: 1, Only: func(r *http.Request) bool {
-						if r.Method != http.MethodPut || corrupted {
-							return false
-						}
-						corrupted = true
-						return true
-					}}); err != nil {
-						t.Fatal(err)
-					}
-					res, err := u.Put(context.Background(), Object{Key: key + "-healed"}, body)
-					if err != nil || res.Retries != 1 || res.Existed {
-						t.Fatalf("Put = %+v, %v; want success after one retry", res, err)
-					}
-					if got, ok := read(key + "-healed"); !ok || !bytes.Equal(got, body) {
-						t.Fatal("the healed upload does not hold the body")
-					}
-				})
+				t.Run(tc.name, func(t *testing.T) { tc.run(t, srv, direct, want) })
 			}
 		})
 	}
+}
+
+// corruptedUpload is a case of TestCorruptedUploadIsRefused: a body of size
+// bytes, whose corruption op is refused for (where the store verifies).
+type corruptedUpload struct {
+	name string
+	size int
+	op   string
+}
+
+func (tc corruptedUpload) run(t *testing.T, srv *testenv.S3, direct *s3.Client, want struct{ verifies, echoes bool }) {
+	body := randomBytes(7, tc.size)
+	only := func(r *http.Request) bool { return r.Method == http.MethodPut }
+	proxy, err := faultproxy.Start(srv.Endpoint, faultproxy.Config{CorruptRate: 1, Only: only})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	const attempts = 2
+	u := New(unsignedClient(t, proxy.URL(), srv.AccessKey, srv.SecretKey, srv.Region),
+		Options{Bucket: bucket, MaxAttempts: attempts, Sleep: noSleep, PartSize: MinPartSize, MultipartThreshold: MinPartSize})
+	key := "corrupt/" + tc.name
+	_, err = u.Put(context.Background(), Object{Key: key}, body)
+	var e *Error
+	if !want.verifies {
+		// The store keeps the corrupted body; the ETag check
+		// fails the attempts, and the retry meets the object.
+		if err == nil {
+			t.Fatal("a corrupted upload succeeded")
+		}
+		got, ok := readObject(t, direct, key)
+		if ok && bytes.Equal(got, body) {
+			t.Fatal("the store holds the body intact although every attempt was corrupted")
+		}
+		return
+	}
+	if !errors.As(err, &e) || e.Op != tc.op || e.Status != 400 || e.Attempts != attempts {
+		t.Fatalf("error = %v, want %s refused (400) after %d attempts", err, tc.op, attempts)
+	}
+	if _, ok := readObject(t, direct, key); ok {
+		t.Fatal("an object exists after every attempt was corrupted")
+	}
+	if n := proxy.Stats().Corrupted; n < attempts {
+		t.Fatalf("the proxy corrupted %d requests, want at least %d", n, attempts)
+	}
+	healOnRetry(t, proxy, u, direct, key+"-healed", body)
+}
+
+// healOnRetry checks that with one corrupted attempt only, the retry gets
+// the body to key whole.
+func healOnRetry(t *testing.T, proxy *faultproxy.Proxy, u *Uploader, direct *s3.Client, key string, body []byte) {
+	t.Helper()
+	corrupted := false
+	if err := proxy.Set(faultproxy.Config{CorruptRate: 1, Only: func(r *http.Request) bool {
+		if r.Method != http.MethodPut || corrupted {
+			return false
+		}
+		corrupted = true
+		return true
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := u.Put(context.Background(), Object{Key: key}, body)
+	if err != nil || res.Retries != 1 || res.Existed {
+		t.Fatalf("Put = %+v, %v; want success after one retry", res, err)
+	}
+	if got, ok := readObject(t, direct, key); !ok || !bytes.Equal(got, body) {
+		t.Fatal("the healed upload does not hold the body")
+	}
+}
+
+// readObject reads the object at key through direct; false when there is
+// none.
+func readObject(t *testing.T, direct *s3.Client, key string) ([]byte, bool) {
+	t.Helper()
+	out, err := direct.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if httpStatus(err) == 404 || isCode(err, "NoSuchKey") {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("GetObject %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(out.Body)
+	return b.Bytes(), true
 }
 
 func storeChecksums(t *testing.T, name string) struct{ verifies, echoes bool } {
@@ -180,15 +196,7 @@ func TestChecksumReplies(t *testing.T) {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `<Error><Code>BadDigest</Code><Message>The CRC32C you specified did not match the calculated checksum.</Message></Error>`)
 	}
-	tests := []struct {
-		name      string
-		mode      string
-		put       http.HandlerFunc
-		wantErr   string // "" = success
-		puts      int    // PutObject requests the server saw
-		md5After  bool   // the uploader proves by MD5 afterwards
-		headerOut bool   // the last request carried the CRC32C
-	}{
+	tests := []checksumReply{
 		{"the store echoes the checksum", "", echo(encodeCRC(crc32c(small))), "", 1, false, true},
 		{"the echo is another checksum", "", echo(encodeCRC(crc32c(small) + 1)), "is not the checksum of the 12 bytes sent", 3, false, true},
 		{"no echo: the MD5 ETag proves it", "", echo(""), "", 1, true, true},
@@ -197,30 +205,44 @@ func TestChecksumReplies(t *testing.T) {
 		{"md5 mode sends no checksum", ChecksumMD5, echo(""), "", 1, true, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var lastHeader string
-			srv := newFakeServer(t, map[string]http.HandlerFunc{"PutObject": func(w http.ResponseWriter, r *http.Request) {
-				lastHeader = r.Header.Get("x-amz-checksum-crc32c")
-				tt.put(w, r)
-			}})
-			u := srv.uploader(t, Options{MaxAttempts: 3, Checksum: tt.mode})
-			res, err := u.Put(context.Background(), Object{Key: "k"}, small)
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("Put = %+v, %v; want error containing %q", res, err, tt.wantErr)
-			}
-			if n := srv.count("PutObject"); n != tt.puts {
-				t.Fatalf("the server saw %d PutObject requests, want %d", n, tt.puts)
-			}
-			if tt.wantErr == "" && res.Retries != 0 {
-				t.Fatalf("retries = %d, want 0", res.Retries)
-			}
-			if got := u.md5Only.Load(); got != tt.md5After {
-				t.Fatalf("MD5 fallback = %v, want %v", got, tt.md5After)
-			}
-			if (lastHeader != "") != tt.headerOut {
-				t.Fatalf("the last request's x-amz-checksum-crc32c = %q, want it sent: %v", lastHeader, tt.headerOut)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, small) })
+	}
+}
+
+// checksumReply is a case of TestChecksumReplies: how the server answers
+// a PutObject, and what the uploader makes of it.
+type checksumReply struct {
+	name      string
+	mode      string
+	put       http.HandlerFunc
+	wantErr   string // "" = success
+	puts      int    // PutObject requests the server saw
+	md5After  bool   // the uploader proves by MD5 afterwards
+	headerOut bool   // the last request carried the CRC32C
+}
+
+func (tt checksumReply) run(t *testing.T, body []byte) {
+	var lastHeader string
+	srv := newFakeServer(t, map[string]http.HandlerFunc{"PutObject": func(w http.ResponseWriter, r *http.Request) {
+		lastHeader = r.Header.Get("x-amz-checksum-crc32c")
+		tt.put(w, r)
+	}})
+	u := srv.uploader(t, Options{MaxAttempts: 3, Checksum: tt.mode})
+	res, err := u.Put(context.Background(), Object{Key: "k"}, body)
+	if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+		t.Fatalf("Put = %+v, %v; want error containing %q", res, err, tt.wantErr)
+	}
+	if n := srv.count("PutObject"); n != tt.puts {
+		t.Fatalf("the server saw %d PutObject requests, want %d", n, tt.puts)
+	}
+	if tt.wantErr == "" && res.Retries != 0 {
+		t.Fatalf("retries = %d, want 0", res.Retries)
+	}
+	if got := u.checksums.md5Only.Load(); got != tt.md5After {
+		t.Fatalf("MD5 fallback = %v, want %v", got, tt.md5After)
+	}
+	if (lastHeader != "") != tt.headerOut {
+		t.Fatalf("the last request's x-amz-checksum-crc32c = %q, want it sent: %v", lastHeader, tt.headerOut)
 	}
 }
 

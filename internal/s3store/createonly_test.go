@@ -52,12 +52,7 @@ func streamBody(body []byte) func(io.Writer) error {
 // Put, Put as multipart, Stream as one PUT, Stream as multipart.
 func TestCreateOnlyWrites(t *testing.T) {
 	big := 2*MinPartSize + 4321 // three parts of MinPartSize
-	paths := []struct {
-		name      string
-		size      int
-		multipart bool
-		write     func(u *Uploader, key string, body []byte) (Result, error)
-	}{
+	paths := []writePath{
 		{"put", 3000, false, func(u *Uploader, key string, body []byte) (Result, error) {
 			return u.Put(context.Background(), Object{Key: key}, body)
 		}},
@@ -75,44 +70,57 @@ func TestCreateOnlyWrites(t *testing.T) {
 		t.Run(store.name, func(t *testing.T) {
 			st, u := startOn(t, store.start, Options{PartSize: MinPartSize, MultipartThreshold: MinPartSize})
 			for i, p := range paths {
-				t.Run(p.name, func(t *testing.T) {
-					key := "create-only/" + p.name
-					body := randomBytes(uint64(10+i), p.size)
-					res, err := p.write(u, key, body)
-					if err != nil || res.Existed || res.Multipart != p.multipart {
-						t.Fatalf("first write: %+v, %v", res, err)
-					}
-					res, err = p.write(u, key, body)
-					if err != nil || !res.Existed || res.Multipart != p.multipart || res.Bytes != int64(p.size) {
-						t.Fatalf("same bytes again: %+v, %v; want success with Existed", res, err)
-					}
-
-					// Same size, one byte changed in the last part.
-					other := bytes.Clone(body)
-					other[len(other)-1] ^= 0xff
-					_, err = p.write(u, key, other)
-					var ce *ConflictError
-					if !errors.Is(err, ErrConflict) || !errors.As(err, &ce) {
-						t.Fatalf("other bytes, same size: error %v, want ErrConflict", err)
-					}
-					if ce.Key != key || ce.ExistingSize != int64(p.size) || ce.SentSize != int64(p.size) ||
-						ce.DiffTo != int64(p.size) || ce.DiffFrom >= ce.DiffTo {
-						t.Fatalf("conflict %+v: want key %s, sizes %d, difference in the last part", ce, key, p.size)
-					}
-					// Another size.
-					_, err = p.write(u, key, body[:len(body)-1])
-					if !errors.As(err, &ce) || ce.ExistingSize != int64(p.size) || ce.SentSize != int64(p.size-1) {
-						t.Fatalf("other size: error %v, want a conflict naming sizes %d and %d", err, p.size, p.size-1)
-					}
-					if got := st.get(t, key); sha256.Sum256(got) != sha256.Sum256(body) {
-						t.Fatal("the first object's bytes changed")
-					}
-					if n := st.openUploads(t); n != 0 {
-						t.Fatalf("%d multipart uploads left open", n)
-					}
-				})
+				t.Run(p.name, func(t *testing.T) { p.checkCreateOnly(t, st, u, randomBytes(uint64(10+i), p.size)) })
 			}
 		})
+	}
+}
+
+// writePath is a way to write an object: Put or Stream, as one PutObject
+// or as a multipart upload.
+type writePath struct {
+	name      string
+	size      int
+	multipart bool
+	write     func(u *Uploader, key string, body []byte) (Result, error)
+}
+
+// checkCreateOnly writes body (of p.size bytes) to a key of its own twice,
+// then other bytes of the same size and of another size, as
+// TestCreateOnlyWrites says.
+func (p writePath) checkCreateOnly(t *testing.T, st *store, u *Uploader, body []byte) {
+	key := "create-only/" + p.name
+	res, err := p.write(u, key, body)
+	if err != nil || res.Existed || res.Multipart != p.multipart {
+		t.Fatalf("first write: %+v, %v", res, err)
+	}
+	res, err = p.write(u, key, body)
+	if err != nil || !res.Existed || res.Multipart != p.multipart || res.Bytes != int64(p.size) {
+		t.Fatalf("same bytes again: %+v, %v; want success with Existed", res, err)
+	}
+
+	// Same size, one byte changed in the last part.
+	other := bytes.Clone(body)
+	other[len(other)-1] ^= 0xff
+	_, err = p.write(u, key, other)
+	var ce *ConflictError
+	if !errors.Is(err, ErrConflict) || !errors.As(err, &ce) {
+		t.Fatalf("other bytes, same size: error %v, want ErrConflict", err)
+	}
+	if ce.Key != key || ce.ExistingSize != int64(p.size) || ce.SentSize != int64(p.size) ||
+		ce.DiffTo != int64(p.size) || ce.DiffFrom >= ce.DiffTo {
+		t.Fatalf("conflict %+v: want key %s, sizes %d, difference in the last part", ce, key, p.size)
+	}
+	// Another size.
+	_, err = p.write(u, key, body[:len(body)-1])
+	if !errors.As(err, &ce) || ce.ExistingSize != int64(p.size) || ce.SentSize != int64(p.size-1) {
+		t.Fatalf("other size: error %v, want a conflict naming sizes %d and %d", err, p.size, p.size-1)
+	}
+	if got := st.get(t, key); sha256.Sum256(got) != sha256.Sum256(body) {
+		t.Fatal("the first object's bytes changed")
+	}
+	if n := st.openUploads(t); n != 0 {
+		t.Fatalf("%d multipart uploads left open", n)
 	}
 }
 

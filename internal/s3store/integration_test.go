@@ -306,6 +306,36 @@ func faultsEverythingLands(t *testing.T, seed int64) {
 		PartSize: MinPartSize, MultipartThreshold: MinPartSize,
 		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs}, nil)),
 	})
+	bodies, retries := uploadUnderFaults(t, u, proxy)
+	stats := proxy.Stats()
+	t.Logf("proxy %+v, uploader retries %d", stats, retries)
+	if stats.Errors == 0 || stats.Resets == 0 || stats.Stalls == 0 {
+		t.Fatalf("not every fault kind was exercised: %+v", stats)
+	}
+	if retries == 0 {
+		t.Fatal("faults injected but no retries counted")
+	}
+	for key, body := range bodies {
+		if got := st.get(t, key); sha256.Sum256(got) != sha256.Sum256(body) {
+			t.Fatalf("%s: read back %d bytes, want %d identical", key, len(got), len(body))
+		}
+	}
+	if n := st.openUploads(t); n != 0 {
+		t.Fatalf("%d multipart uploads left open", n)
+	}
+	if strings.Contains(logs.String(), st.srv.SecretKey) {
+		t.Fatal("a log line contains the secret key")
+	}
+	if !strings.Contains(logs.String(), "retrying") {
+		t.Fatal("retries were not logged")
+	}
+}
+
+// uploadUnderFaults writes 40 objects through proxy, of each write path
+// (Put, Put as multipart, Stream as multipart), and returns their bodies
+// by key and the retries they took.
+func uploadUnderFaults(t *testing.T, u *Uploader, proxy *faultproxy.Proxy) (map[string][]byte, int) {
+	t.Helper()
 	ctx := context.Background()
 	bodies := map[string][]byte{}
 	var retries int
@@ -335,28 +365,7 @@ func faultsEverythingLands(t *testing.T, seed int64) {
 		}
 		retries += res.Retries
 	}
-	stats := proxy.Stats()
-	t.Logf("proxy %+v, uploader retries %d", stats, retries)
-	if stats.Errors == 0 || stats.Resets == 0 || stats.Stalls == 0 {
-		t.Fatalf("not every fault kind was exercised: %+v", stats)
-	}
-	if retries == 0 {
-		t.Fatal("faults injected but no retries counted")
-	}
-	for key, body := range bodies {
-		if got := st.get(t, key); sha256.Sum256(got) != sha256.Sum256(body) {
-			t.Fatalf("%s: read back %d bytes, want %d identical", key, len(got), len(body))
-		}
-	}
-	if n := st.openUploads(t); n != 0 {
-		t.Fatalf("%d multipart uploads left open", n)
-	}
-	if strings.Contains(logs.String(), st.srv.SecretKey) {
-		t.Fatal("a log line contains the secret key")
-	}
-	if !strings.Contains(logs.String(), "retrying") {
-		t.Fatal("retries were not logged")
-	}
+	return bodies, retries
 }
 
 type lockedWriter struct {

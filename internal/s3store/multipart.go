@@ -41,8 +41,8 @@ type multipart struct {
 
 func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, error) {
 	m := &multipart{u: u, key: obj.Key}
-	err := u.do(ctx, &m.count, "CreateMultipartUpload", obj.Key, func(ctx context.Context) error {
-		m.withCRC = u.useCRC()
+	err := u.retry.do(ctx, &m.count, "CreateMultipartUpload", obj.Key, func(ctx context.Context) error {
+		m.withCRC = u.checksums.useCRC()
 		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(obj.Key)}
 		if m.withCRC {
 			in.ChecksumAlgorithm, in.ChecksumType = types.ChecksumAlgorithmCrc32c, types.ChecksumTypeFullObject
@@ -62,7 +62,7 @@ func (u *Uploader) startMultipart(ctx context.Context, obj Object) (*multipart, 
 		return nil
 	})
 	if err != nil {
-		cctx, cancel := u.cleanupContext(ctx)
+		cctx, cancel := cleanupContext(ctx, u.opts.CleanupTimeout)
 		m.abortOrphans(cctx)
 		cancel()
 	}
@@ -82,11 +82,11 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 	}
 	var etag, crc *string
 	sum := sumOf(data)
-	err := m.u.do(ctx, &m.count, "UploadPart", m.key, func(ctx context.Context) error {
+	err := m.u.retry.do(ctx, &m.count, "UploadPart", m.key, func(ctx context.Context) error {
 		for {
 			// A store that ignored the upload's algorithm may still refuse
 			// the header; then the parts go without it.
-			withCRC := m.withCRC && m.u.useCRC()
+			withCRC := m.withCRC && m.u.checksums.useCRC()
 			body := newFencedBody(data, nil)
 			in := &s3.UploadPartInput{
 				Bucket:        aws.String(m.u.opts.Bucket),
@@ -103,13 +103,13 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 			body.fence()
 			if err != nil {
 				if withCRC && refusesChecksum(err) {
-					m.u.fallBackToMD5(ctx, "UploadPart", m.key, err.Error())
+					m.u.checksums.fallBackToMD5(ctx, "UploadPart", m.key, err.Error())
 					continue
 				}
 				return err
 			}
 			etag, crc = out.ETag, out.ChecksumCRC32C
-			return m.u.checkBody(ctx, "UploadPart", m.key,
+			return m.u.checksums.checkBody(ctx, "UploadPart", m.key,
 				reply{etag: out.ETag, crc32c: out.ChecksumCRC32C, sse: out.ServerSideEncryption, meta: out.ResultMetadata}, withCRC, &sum, data)
 		}
 	})
@@ -134,7 +134,7 @@ func (m *multipart) uploadPart(ctx context.Context, data []byte) error {
 // bytes a *ConflictError.
 func (m *multipart) complete(ctx context.Context) (Result, error) {
 	tries := 0
-	err := m.u.do(ctx, &m.count, "CompleteMultipartUpload", m.key, func(ctx context.Context) error {
+	err := m.u.retry.do(ctx, &m.count, "CompleteMultipartUpload", m.key, func(ctx context.Context) error {
 		tries++
 		in := &s3.CompleteMultipartUploadInput{
 			Bucket:          aws.String(m.u.opts.Bucket),
@@ -160,13 +160,13 @@ func (m *multipart) complete(ctx context.Context) (Result, error) {
 					problem: fmt.Sprintf("CRC32C %s is not the checksum of the %d bytes sent in %d parts (%s)", quote(got), m.bytes, len(m.parts), want)}
 			}
 		}
-		return m.u.checkCompleteETag(r, m.sums)
+		return m.u.checksums.etags.checkComplete(r, m.sums)
 	})
 	switch {
 	case err == nil:
 	case errors.Is(err, errExists):
 		// The store keeps a refused upload's parts: abort them first.
-		cctx, cancel := m.u.cleanupContext(ctx)
+		cctx, cancel := cleanupContext(ctx, m.u.opts.CleanupTimeout)
 		m.abortQuietly(cctx, m.uploadID)
 		cancel()
 		err = m.u.sameBytes(ctx, &m.count, m.key, m.sums, m.whole, err)
@@ -177,7 +177,7 @@ func (m *multipart) complete(ctx context.Context) (Result, error) {
 	default:
 		return m.fail(ctx, err)
 	}
-	cctx, cancel := m.u.cleanupContext(ctx)
+	cctx, cancel := cleanupContext(ctx, m.u.opts.CleanupTimeout)
 	defer cancel()
 	m.abortOrphans(cctx)
 	return m.result(), err
@@ -218,7 +218,7 @@ func (m *multipart) fail(ctx context.Context, cause error) (Result, error) {
 	if m.uploadID == "" {
 		return m.result(), cause
 	}
-	actx, cancel := m.u.cleanupContext(ctx)
+	actx, cancel := cleanupContext(ctx, m.u.opts.CleanupTimeout)
 	defer cancel()
 	if err := m.abort(actx, m.uploadID); err != nil {
 		m.u.opts.Logger.ErrorContext(ctx, "s3 multipart upload left unfinished: abort failed; a bucket lifecycle rule for incomplete uploads cleans it up",

@@ -20,7 +20,7 @@ func (u *Uploader) ProbeList(ctx context.Context, prefix string) error {
 		return u.bad
 	}
 	var c counter
-	return u.do(ctx, &c, "ListObjectsV2", prefix, func(ctx context.Context) error {
+	return u.retry.do(ctx, &c, "ListObjectsV2", prefix, func(ctx context.Context) error {
 		_, err := u.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 			Bucket: aws.String(u.opts.Bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(1)})
 		return err
@@ -38,7 +38,7 @@ func (u *Uploader) ProbeWrite(ctx context.Context, key string) error {
 	}
 	var c counter
 	var id string
-	err := u.do(ctx, &c, "CreateMultipartUpload", key, func(ctx context.Context) error {
+	err := u.retry.do(ctx, &c, "CreateMultipartUpload", key, func(ctx context.Context) error {
 		in := &s3.CreateMultipartUploadInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)}
 		in.ServerSideEncryption, in.SSEKMSKeyId = u.sse()
 		out, err := u.client.CreateMultipartUpload(ctx, in)
@@ -56,7 +56,7 @@ func (u *Uploader) ProbeWrite(ctx context.Context, key string) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return u.do(actx, &c, "AbortMultipartUpload", key, func(ctx context.Context) error {
+	return u.retry.do(actx, &c, "AbortMultipartUpload", key, func(ctx context.Context) error {
 		_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 			Bucket: aws.String(u.opts.Bucket), Key: aws.String(key), UploadId: aws.String(id)})
 		if isCode(err, "NoSuchUpload") {

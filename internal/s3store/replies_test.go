@@ -104,14 +104,7 @@ func md5Hex(b []byte) string {
 func TestReplyWithoutProofIsNotAnUpload(t *testing.T) {
 	small := []byte("some records")
 	big := make([]byte, MinPartSize+1)
-	tests := []struct {
-		name     string
-		handlers map[string]http.HandlerFunc
-		sse      string
-		body     []byte
-		wantOp   string
-		want     string // in the error; "" = success
-	}{
+	tests := []unprovenReply{
 		{"put: 200 with an empty body", nil, "", small, "PutObject", "no ETag"},
 		{"put: ETag of other bytes", map[string]http.HandlerFunc{
 			"PutObject": func(w http.ResponseWriter, r *http.Request) {
@@ -155,34 +148,47 @@ func TestReplyWithoutProofIsNotAnUpload(t *testing.T) {
 			}}, "", big, "CompleteMultipartUpload", "not the multipart ETag of the 2 parts sent"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, tt.handlers)
-			u := srv.uploader(t, Options{MaxAttempts: 3, PartSize: MinPartSize, MultipartThreshold: MinPartSize, ServerSideEncryption: tt.sse})
-			res, err := u.Put(context.Background(), Object{Key: "iggy/k.jsonl"}, tt.body)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Put: %v", err)
-				}
-				return
-			}
-			var e *Error
-			if !errors.As(err, &e) || e.Op != tt.wantOp || e.Attempts != 3 || e.Status != 200 {
-				t.Fatalf("Put = %+v, %v; want %s failing after 3 attempts with HTTP 200", res, err, tt.wantOp)
-			}
-			for _, want := range []string{"s3://b/iggy/k.jsonl", tt.want} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q lacks %q", err, want)
-				}
-			}
-			if got := srv.count(tt.wantOp); got != 3 {
-				t.Fatalf("%s sent %d times, want 3", tt.wantOp, got)
-			}
-			if tt.wantOp == "UploadPart" || tt.wantOp == "CompleteMultipartUpload" {
-				if srv.count("AbortMultipartUpload") != 1 {
-					t.Fatalf("failed multipart upload not aborted: %v", srv.seen)
-				}
-			}
-		})
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// unprovenReply is a case of TestReplyWithoutProofIsNotAnUpload: the
+// server's handlers, and the operation whose replies prove nothing.
+type unprovenReply struct {
+	name     string
+	handlers map[string]http.HandlerFunc
+	sse      string
+	body     []byte
+	wantOp   string
+	want     string // in the error; "" = success
+}
+
+func (tt unprovenReply) run(t *testing.T) {
+	srv := newFakeServer(t, tt.handlers)
+	u := srv.uploader(t, Options{MaxAttempts: 3, PartSize: MinPartSize, MultipartThreshold: MinPartSize, ServerSideEncryption: tt.sse})
+	res, err := u.Put(context.Background(), Object{Key: "iggy/k.jsonl"}, tt.body)
+	if tt.want == "" {
+		if err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Op != tt.wantOp || e.Attempts != 3 || e.Status != 200 {
+		t.Fatalf("Put = %+v, %v; want %s failing after 3 attempts with HTTP 200", res, err, tt.wantOp)
+	}
+	for _, want := range []string{"s3://b/iggy/k.jsonl", tt.want} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := srv.count(tt.wantOp); got != 3 {
+		t.Fatalf("%s sent %d times, want 3", tt.wantOp, got)
+	}
+	if tt.wantOp == "UploadPart" || tt.wantOp == "CompleteMultipartUpload" {
+		if srv.count("AbortMultipartUpload") != 1 {
+			t.Fatalf("failed multipart upload not aborted: %v", srv.seen)
+		}
 	}
 }
 
@@ -268,7 +274,7 @@ func TestCleanupContext(t *testing.T) {
 				ctx, cancel = context.WithDeadline(context.Background(), now.Add(tt.deadline))
 			}
 			defer cancel()
-			cctx, ccancel := u.cleanupContext(ctx)
+			cctx, ccancel := cleanupContext(ctx, u.opts.CleanupTimeout)
 			defer ccancel()
 			d, ok := cctx.Deadline()
 			if got := d.Sub(now); !ok || got < tt.want-time.Second/2 || got > tt.want+time.Second/2 {

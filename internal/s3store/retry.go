@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"syscall"
@@ -160,12 +161,29 @@ type counter struct {
 	attempts, retries int
 }
 
+// retryPolicy runs the requests to one bucket with the retry policy of
+// Options: how many attempts, the backoff between them, and where each
+// retry is logged.
+type retryPolicy struct {
+	bucket          string
+	maxAttempts     int
+	delay, maxDelay time.Duration // Options.RetryDelay, MaxRetryDelay
+	sleep           func(ctx context.Context, d time.Duration) error
+	log             *slog.Logger
+}
+
+// retryPolicyOf is the policy of o, whose zero fields New has filled in.
+func retryPolicyOf(o Options) retryPolicy {
+	return retryPolicy{bucket: o.Bucket, maxAttempts: o.MaxAttempts, delay: o.RetryDelay,
+		maxDelay: o.MaxRetryDelay, sleep: o.Sleep, log: o.Logger}
+}
+
 // do runs op until it succeeds, fails for good, or MaxAttempts is reached,
 // sleeping the backoff between attempts and logging each retry.
-func (u *Uploader) do(ctx context.Context, c *counter, opName, key string, op func(ctx context.Context) error) error {
+func (p retryPolicy) do(ctx context.Context, c *counter, opName, key string, op func(ctx context.Context) error) error {
 	var err error
 	attempt := 0
-	for attempt < u.opts.MaxAttempts {
+	for attempt < p.maxAttempts {
 		attempt++
 		c.attempts++
 		if attempt > 1 {
@@ -175,17 +193,17 @@ func (u *Uploader) do(ctx context.Context, c *counter, opName, key string, op fu
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || !Retryable(err) || attempt == u.opts.MaxAttempts {
+		if ctx.Err() != nil || !Retryable(err) || attempt == p.maxAttempts {
 			break
 		}
-		delay := backoff(u.opts.RetryDelay, u.opts.MaxRetryDelay, attempt, rand.Float64)
-		u.opts.Logger.WarnContext(ctx, "s3 request failed, retrying",
-			"op", opName, "bucket", u.opts.Bucket, "key", key, "attempt", attempt,
-			"max_attempts", u.opts.MaxAttempts, "status", httpStatus(err), "delay", delay, "error", err)
-		if serr := u.opts.Sleep(ctx, delay); serr != nil {
+		delay := backoff(p.delay, p.maxDelay, attempt, rand.Float64)
+		p.log.WarnContext(ctx, "s3 request failed, retrying",
+			"op", opName, "bucket", p.bucket, "key", key, "attempt", attempt,
+			"max_attempts", p.maxAttempts, "status", httpStatus(err), "delay", delay, "error", err)
+		if serr := p.sleep(ctx, delay); serr != nil {
 			err = errors.Join(err, serr)
 			break
 		}
 	}
-	return &Error{Op: opName, Bucket: u.opts.Bucket, Key: key, Status: httpStatus(err), Attempts: attempt, Err: err}
+	return &Error{Op: opName, Bucket: p.bucket, Key: key, Status: httpStatus(err), Attempts: attempt, Err: err}
 }

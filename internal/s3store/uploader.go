@@ -113,15 +113,15 @@ type Uploader struct {
 	client S3API
 	opts   Options
 	bad    error // invalid Options, returned by every call
+	retry  retryPolicy
 
 	// liveBuffers counts the bytes of part buffers held by Stream calls;
 	// tests read it to check the memory bound.
 	liveBuffers atomic.Int64
 	// parts recycles full-size part buffers between Stream calls.
 	parts sync.Pool
-	// md5Only: requests carry no checksum header, replies are proved by
-	// MD5 ETags (Options.Checksum, or the store ignored a CRC32C).
-	md5Only atomic.Bool
+	// checksums proves what the store took, by CRC32C or MD5 ETags.
+	checksums checksums
 }
 
 // New returns an Uploader. Invalid options are reported by every call
@@ -154,8 +154,10 @@ func New(client S3API, o Options) *Uploader {
 	if o.Checksum == "" {
 		o.Checksum = ChecksumCRC32C
 	}
-	u := &Uploader{client: client, opts: o, bad: o.Validate()}
-	u.md5Only.Store(o.Checksum == ChecksumMD5)
+	u := &Uploader{client: client, opts: o, bad: o.Validate(), retry: retryPolicyOf(o),
+		checksums: checksums{etags: etagCheck{kms: o.ServerSideEncryption == string(types.ServerSideEncryptionAwsKms)},
+			bucket: o.Bucket, log: o.Logger}}
+	u.checksums.md5Only.Store(o.Checksum == ChecksumMD5)
 	return u
 }
 
@@ -242,9 +244,9 @@ func (u *Uploader) putSingle(ctx context.Context, obj Object, body []byte) (Resu
 // errExists). A reply that does not prove the bytes (checkBody) is a failed
 // attempt.
 func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body []byte, sum *partSum) error {
-	return u.do(ctx, c, "PutObject", obj.Key, func(ctx context.Context) error {
+	return u.retry.do(ctx, c, "PutObject", obj.Key, func(ctx context.Context) error {
 		for {
-			withCRC := u.useCRC()
+			withCRC := u.checksums.useCRC()
 			rd := newFencedBody(body, obj.Gate)
 			in := &s3.PutObjectInput{
 				Bucket:        aws.String(u.opts.Bucket),
@@ -269,12 +271,12 @@ func (u *Uploader) putObject(ctx context.Context, c *counter, obj Object, body [
 			}
 			if err != nil {
 				if withCRC && refusesChecksum(err) {
-					u.fallBackToMD5(ctx, "PutObject", obj.Key, err.Error())
+					u.checksums.fallBackToMD5(ctx, "PutObject", obj.Key, err.Error())
 					continue // at once, without the header: this is no failed attempt
 				}
 				return existsErr(err)
 			}
-			return u.checkBody(ctx, "PutObject", obj.Key,
+			return u.checksums.checkBody(ctx, "PutObject", obj.Key,
 				reply{etag: out.ETag, crc32c: out.ChecksumCRC32C, sse: out.ServerSideEncryption, meta: out.ResultMetadata}, withCRC, sum, body)
 		}
 	})
@@ -331,7 +333,7 @@ func (u *Uploader) ListAfter(ctx context.Context, prefix, startAfter string, fn 
 	for {
 		var out *s3.ListObjectsV2Output
 		var c counter
-		err := u.do(ctx, &c, "ListObjectsV2", prefix, func(ctx context.Context) error {
+		err := u.retry.do(ctx, &c, "ListObjectsV2", prefix, func(ctx context.Context) error {
 			var err error
 			out, err = u.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 				Bucket:            aws.String(u.opts.Bucket),
@@ -364,7 +366,7 @@ func (u *Uploader) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	var data []byte
 	var c counter
-	err := u.do(ctx, &c, "GetObject", key, func(ctx context.Context) error {
+	err := u.retry.do(ctx, &c, "GetObject", key, func(ctx context.Context) error {
 		out, err := u.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
 		if err != nil {
 			return err

@@ -32,7 +32,7 @@ func (u *Uploader) abortOpen(ctx context.Context, key, keep string) (int, error)
 	for {
 		var c counter
 		var out *s3.ListMultipartUploadsOutput
-		err := u.do(ctx, &c, "ListMultipartUploads", key, func(ctx context.Context) error {
+		err := u.retry.do(ctx, &c, "ListMultipartUploads", key, func(ctx context.Context) error {
 			var err error
 			out, err = u.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{
 				Bucket: aws.String(u.opts.Bucket), Prefix: aws.String(key), KeyMarker: keyMarker, UploadIdMarker: idMarker})
@@ -60,7 +60,7 @@ func (u *Uploader) abortOpen(ctx context.Context, key, keep string) (int, error)
 
 func (u *Uploader) abortUpload(ctx context.Context, key, uploadID string) error {
 	var c counter // aborts are clean-up; they do not count toward Result
-	return u.do(ctx, &c, "AbortMultipartUpload", key, func(ctx context.Context) error {
+	return u.retry.do(ctx, &c, "AbortMultipartUpload", key, func(ctx context.Context) error {
 		_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 			Bucket: aws.String(u.opts.Bucket), Key: aws.String(key), UploadId: aws.String(uploadID)})
 		if isCode(err, "NoSuchUpload") {
@@ -89,7 +89,7 @@ func (u *Uploader) AbortRule(ctx context.Context, prefix string) (id string, day
 	}
 	var out *s3.GetBucketLifecycleConfigurationOutput
 	var c counter
-	err = u.do(ctx, &c, "GetBucketLifecycleConfiguration", prefix, func(ctx context.Context) error {
+	err = u.retry.do(ctx, &c, "GetBucketLifecycleConfiguration", prefix, func(ctx context.Context) error {
 		var err error
 		out, err = lc.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(u.opts.Bucket)})
 		if isCode(err, "NoSuchLifecycleConfiguration") {

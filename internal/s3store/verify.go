@@ -103,15 +103,22 @@ type reply struct {
 	meta middleware.Metadata
 }
 
-// checkETag accepts a PutObject or UploadPart reply only if it carries an
+// etagCheck proves replies by their ETags, which AWS S3, MinIO and
+// versitygw derive from MD5 unless SSE-KMS is at work: all it needs to know
+// of the Options is whether SSE-KMS was asked for.
+type etagCheck struct {
+	kms bool // Options.ServerSideEncryption is "aws:kms"
+}
+
+// check accepts a PutObject or UploadPart reply only if it carries an
 // ETag, and — unless SSE-KMS makes the ETag opaque — the ETag is the MD5 of
 // the n bytes sent, as AWS S3, MinIO and versitygw compute it.
-func (u *Uploader) checkETag(r reply, sum [md5.Size]byte, n int) error {
+func (e etagCheck) check(r reply, sum [md5.Size]byte, n int) error {
 	got := strings.Trim(aws.ToString(r.etag), `"`)
 	if got == "" {
 		return &badReplyError{status: replyStatus(r.meta), problem: "it has no ETag"}
 	}
-	if u.opaqueETag(r) {
+	if e.opaque(r) {
 		return nil
 	}
 	if want := hex.EncodeToString(sum[:]); !strings.EqualFold(got, want) {
@@ -125,16 +132,16 @@ func (u *Uploader) checkETag(r reply, sum [md5.Size]byte, n int) error {
 // object: the MD5 of the parts' binary MD5s, a dash, the number of parts.
 var compositeETag = regexp.MustCompile(`^[0-9a-fA-F]{32}-[0-9]+$`)
 
-// checkCompleteETag accepts a CompleteMultipartUpload reply only with an
+// checkComplete accepts a CompleteMultipartUpload reply only with an
 // ETag. When the ETag has the composite form it must match the parts sent;
 // other forms (stores that compute it otherwise) are accepted, since S3
 // already checked every part's ETag listed in the request.
-func (u *Uploader) checkCompleteETag(r reply, sums []partSum) error {
+func (e etagCheck) checkComplete(r reply, sums []partSum) error {
 	got := strings.Trim(aws.ToString(r.etag), `"`)
 	if got == "" {
 		return &badReplyError{status: replyStatus(r.meta), problem: "it has no ETag"}
 	}
-	if u.opaqueETag(r) || !compositeETag.MatchString(got) {
+	if e.opaque(r) || !compositeETag.MatchString(got) {
 		return nil
 	}
 	for _, p := range sums {
@@ -157,11 +164,11 @@ func composite(sums []partSum) string {
 	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(sums))
 }
 
-// opaqueETag: under SSE-KMS (asked for here, or applied by the bucket's
-// default encryption, as the reply says) the ETag is not derived from MD5.
-func (u *Uploader) opaqueETag(r reply) bool {
-	return u.opts.ServerSideEncryption == string(types.ServerSideEncryptionAwsKms) ||
-		strings.HasPrefix(string(r.sse), "aws:kms")
+// opaque reports whether r's ETag is not derived from MD5: under SSE-KMS,
+// asked for here or applied by the bucket's default encryption (as the
+// reply says).
+func (e etagCheck) opaque(r reply) bool {
+	return e.kms || strings.HasPrefix(string(r.sse), "aws:kms")
 }
 
 // Head reports whether key exists and its size. The request is retried per
@@ -182,7 +189,7 @@ func (u *Uploader) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	var c counter
-	return u.do(ctx, &c, "DeleteObject", key, func(ctx context.Context) error {
+	return u.retry.do(ctx, &c, "DeleteObject", key, func(ctx context.Context) error {
 		_, err := u.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
 		if httpStatus(err) == 404 {
 			return nil
@@ -199,7 +206,7 @@ type headInfo struct {
 }
 
 func (u *Uploader) head(ctx context.Context, c *counter, key string) (h headInfo, err error) {
-	err = u.do(ctx, c, "HeadObject", key, func(ctx context.Context) error {
+	err = u.retry.do(ctx, c, "HeadObject", key, func(ctx context.Context) error {
 		h = headInfo{}
 		out, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key),
 			ChecksumMode: types.ChecksumModeEnabled})
@@ -248,7 +255,7 @@ func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums [
 		return &ConflictError{Bucket: u.opts.Bucket, Key: key, ExistingSize: h.size, SentSize: sent, DiffFrom: 0, DiffTo: sent}
 	}
 	var conflict *ConflictError
-	err = u.do(ctx, c, "GetObject", key, func(ctx context.Context) error {
+	err = u.retry.do(ctx, c, "GetObject", key, func(ctx context.Context) error {
 		conflict = nil
 		out, err := u.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(u.opts.Bucket), Key: aws.String(key)})
 		if err != nil {
@@ -286,11 +293,11 @@ func (u *Uploader) sameBytes(ctx context.Context, c *counter, key string, sums [
 
 // cleanupContext is the context of clean-up after a failed upload: it runs
 // even when ctx has ended, but never past min(now, ctx's deadline) +
-// CleanupTimeout — a Lambda's remaining time is respected.
-func (u *Uploader) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(u.opts.CleanupTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Add(u.opts.CleanupTimeout).Before(deadline) {
-		deadline = d.Add(u.opts.CleanupTimeout)
+// budget (Options.CleanupTimeout) — a Lambda's remaining time is respected.
+func cleanupContext(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(budget)
+	if d, ok := ctx.Deadline(); ok && d.Add(budget).Before(deadline) {
+		deadline = d.Add(budget)
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }

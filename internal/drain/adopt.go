@@ -13,49 +13,69 @@ import (
 // error, not a stop, since the partition never starts while it lasts.
 var errListingOutOfTime = errors.New("the run ran out of time listing")
 
+// adoption finds in S3 the objects of the partition's generation that the
+// state does not know of: those a new or restored state table lost, which
+// earlier runs archived, so that nothing is archived twice.
+type adoption struct {
+	p     *partition
+	l     *lease
+	group *groupOffset
+}
+
+// adopted is what adopt found: the last offset the objects that follow the
+// state's position one after the other cover (found), and, when they stop
+// at a hole, the first offset of the first object after it (hasResume).
+type adopted struct {
+	end       uint64
+	found     bool
+	resume    uint64
+	hasResume bool
+}
+
 // adopt looks in S3 for objects of this partition's generation that follow
-// the state's position (or start at offset 0) one after the other, and
-// returns the last offset they cover. A new or restored state table finds
-// there what earlier runs archived, so nothing is archived twice. It stops
-// at the first hole or overlap: what lies beyond is left to the audit.
+// the state's position (or start at offset 0) one after the other. It
+// stops at the first hole or overlap: what lies beyond is left to the
+// audit.
 //
 // A time-free template bounds the listing by partition and offset. Under a
 // time template it is bounded folder by folder (walkFolders), and falls
 // back to the whole listing prefix only where the folders cannot tell
 // what follows (issue 21, item 4).
-func (c *committer) adopt(ctx context.Context) (end uint64, found bool, err error) {
+func (ad *adoption) adopt(ctx context.Context) (adopted, error) {
+	var res adopted
 	next := uint64(0)
-	if c.st.HasWritten {
-		next = c.st.LastWritten + 1
+	if ad.l.st.HasWritten {
+		next = ad.l.st.LastWritten + 1
 	}
-	c.resume, c.hasResume = 0, false
+	names := ad.l.names
 	a := &adoptList{voided: map[string]bool{}, seen: map[string]bool{},
-		part: c.p.info.ID, gen: c.st.Generation, holds: c.names.Matcher()}
-	if c.names.TimeFolders() {
+		part: ad.p.info.ID, gen: ad.l.st.Generation, holds: names.Matcher()}
+	if names.TimeFolders() {
 		var done bool
-		end, found, next, done, err = c.walkFolders(ctx, a, next)
+		var err error
+		res.end, res.found, next, done, err = ad.walkFolders(ctx, a, next)
 		if err != nil || done {
-			c.logAdopted(end, found, a)
-			return end, found, err
+			ad.logAdopted(res, a)
+			return res, err
 		}
 	}
-	if err := c.list(ctx, a, c.names.Listing(next)); err != nil {
-		return 0, false, err
+	if err := ad.list(ctx, a, names.Listing(next)); err != nil {
+		return adopted{}, err
 	}
 	e, f, _, stop := a.chain(next)
 	if f {
-		end, found = e, true
+		res.end, res.found = e, true
 	}
 	if stop.hole {
-		c.resume, c.hasResume = stop.resume, true // the first object after a hole
+		res.resume, res.hasResume = stop.resume, true // the first object after a hole
 	}
-	c.logAdopted(end, found, a)
-	return end, found, nil
+	ad.logAdopted(res, a)
+	return res, nil
 }
 
-func (c *committer) logAdopted(end uint64, found bool, a *adoptList) {
-	if found {
-		c.p.log.Info("adopted objects already in S3 beyond the state's position", "last", end, "keys_listed", a.count)
+func (ad *adoption) logAdopted(res adopted, a *adoptList) {
+	if res.found {
+		ad.p.log.Info("adopted objects already in S3 beyond the state's position", "last", res.end, "keys_listed", a.count)
 	}
 }
 
@@ -71,18 +91,18 @@ func (c *committer) logAdopted(end uint64, found bool, a *adoptList) {
 // not stored next yet: the offsets the group stored may lie under older
 // markers placed by other times (skip markers before this rule, renamed
 // markers), which only the whole listing finds.
-func (c *committer) walkFolders(ctx context.Context, a *adoptList, next uint64) (end uint64, found bool, at uint64, done bool, err error) {
+func (ad *adoption) walkFolders(ctx context.Context, a *adoptList, next uint64) (end uint64, found bool, at uint64, done bool, err error) {
 	listed := map[string]bool{}
 	for {
-		m, err := c.messageAt(ctx, next, "adoption could find the folder of its objects")
+		m, err := ad.p.messageAt(ctx, next, "adoption could find the folder of its objects")
 		if err != nil {
 			return end, found, next, false, err
 		}
 		if m != nil {
-			l := c.names.ListingAt(next, m.Timestamp)
+			l := ad.l.names.ListingAt(next, m.Timestamp)
 			if !listed[l[0][0]] {
 				listed[l[0][0]] = true
-				if err := c.list(ctx, a, l); err != nil {
+				if err := ad.list(ctx, a, l); err != nil {
 					return end, found, next, false, err
 				}
 			}
@@ -98,8 +118,7 @@ func (c *committer) walkFolders(ctx context.Context, a *adoptList, next uint64) 
 			continue
 		}
 		// Nothing starts at next in the folders listed.
-		unstored := !c.hasStored || next > c.stored
-		return end, found, next, unstored && (m == nil || m.Offset == next), nil
+		return end, found, next, ad.group.notYet(next) && (m == nil || m.Offset == next), nil
 	}
 }
 
@@ -107,11 +126,11 @@ func (c *committer) walkFolders(ctx context.Context, a *adoptList, next uint64) 
 // partition's generation to a, keeping the lease while they run (a whole
 // prefix may be long: a topic's history under a time-first template), and
 // says so when the run runs out of time in them.
-func (c *committer) list(ctx context.Context, a *adoptList, listings [][2]string) error {
+func (ad *adoption) list(ctx context.Context, a *adoptList, listings [][2]string) error {
 	for _, l := range listings {
 		prefix, after := l[0], l[1]
-		err := c.await(ctx, func(ctx context.Context) error {
-			return c.p.r.Objects.ListAfter(ctx, prefix, after, func(key string, _ int64) error {
+		err := ad.l.await(ctx, func(ctx context.Context) error {
+			return ad.p.r.Objects.ListAfter(ctx, prefix, after, func(key string, _ int64) error {
 				a.add(key)
 				return nil
 			})
@@ -128,7 +147,7 @@ func (c *committer) list(ctx context.Context, a *adoptList, listings [][2]string
 
 // adoptList is what adoption's listings found of one partition's
 // generation. Its fields are written by the listing alone: it runs beside
-// the lease renewals, which write the committer's state.
+// the lease renewals, which write the state.
 type adoptList struct {
 	part  uint32
 	gen   uint32

@@ -7,46 +7,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
-// committer runs the delivery protocol of one partition (docs/guarantee.md) and is
-// the only owner of the partition's state: every state write goes through
-// it, in this order.
+// committer runs the delivery protocol of one partition (docs/guarantee.md)
+// as stages that each own their part of it, composed here in this order:
 //
-//	start:       incarnation -> recover the unfinished intent -> position
-//	each object: intent -> upload (create-only) -> written (+ the next
-//	             object's intent, one write) -> store the group's offset
+//	start:       history (incarnation, generations, renames) -> recover
+//	             the unfinished intent -> position (adoption, the group)
+//	each object: intent -> upload (objectWriter, create-only) -> written
+//	             (+ the next object's intent, one write) -> store the
+//	             group's offset (groupOffset)
 //	end:         release the lease
 //
-// The objects come from the reader in offset order; an object is marked
-// written only when the next one is known, so that in steady state one
-// conditional write both closes an object and opens the next. The next
-// object's upload begins beside that write, held back until it is durable
-// (early.go).
+// Every state write goes through the lease, which holds the one copy of
+// the partition's state. The objects come from the reader in offset order;
+// an object is marked written only when the next one is known, so that in
+// steady state one conditional write both closes an object and opens the
+// next. The next object's upload begins beside that write, held back until
+// it is durable (early.go).
 type committer struct {
-	p     *partition
-	st    state.State // the one copy of the partition's state
-	ps    *PartitionSummary
-	names keys.PartitionNamer // of st.Generation
-	// resume is the first offset of the first object adopt found after a
-	// hole (hasResume), for groupAhead.
-	resume    uint64
-	hasResume bool
-	enc       *batch.Encoder // re-renders ranges (streamed objects, recovery)
-	zbufs     chan []byte    // compression buffers kept for the uploads that may overlap (two)
-	// renderedTS is the server time of the last message render read.
-	renderedTS uint64
-	// stored is the group's offset as last read or stored (valid if hasStored).
-	stored    uint64
-	hasStored bool
-	// lastWrite is when a state write last extended the lease; renewFail
-	// when a renewal last failed (zero if the last one succeeded). Leases
-	// run on the wall clock, as the state store's do, whatever Runner.Now says.
-	lastWrite, renewFail time.Time
+	p        *partition
+	ps       *PartitionSummary
+	lease    *lease
+	group    *groupOffset
+	history  *history
+	adoption *adoption
+	writer   *objectWriter
+	marks    *markers
 }
 
 func newCommitter(p *partition, st state.State, ps *PartitionSummary) (*committer, error) {
@@ -54,24 +42,29 @@ func newCommitter(p *partition, st state.State, ps *PartitionSummary) (*committe
 	if err != nil {
 		return nil, err
 	}
-	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
-	return &committer{p: p, st: st, ps: ps, names: names, enc: enc, lastWrite: time.Now(), zbufs: make(chan []byte, 2)}, nil
+	l := newLease(p, st)
+	group := &groupOffset{p: p, l: l, ps: ps}
+	marks := &markers{p: p}
+	writer := &objectWriter{p: p, l: l, ps: ps, marks: marks, enc: enc, zbufs: make(chan []byte, 2)}
+	rn := &renames{p: p, l: l, group: group, ps: ps, marks: marks}
+	return &committer{p: p, ps: ps, lease: l, group: group, marks: marks, writer: writer,
+		history:  &history{p: p, l: l, group: group, ps: ps, marks: marks, writer: writer, renames: rn},
+		adoption: &adoption{p: p, l: l, group: group},
+	}, nil
 }
 
 // start brings the state up to date and returns the first offset to read.
 func (c *committer) start(ctx context.Context) (uint64, error) {
-	stored, has, err := c.p.conn.StoredOffset(ctx, c.p.topic, c.p.info.ID)
-	if err != nil {
+	if err := c.group.read(ctx); err != nil {
 		return 0, err
 	}
-	c.stored, c.hasStored = stored, has
-	if err := c.incarnation(ctx); err != nil {
+	if err := c.history.incarnation(ctx); err != nil {
 		return 0, err
 	}
-	if err := c.markNames(ctx); err != nil {
+	if err := c.history.renames.mark(ctx); err != nil {
 		return 0, err
 	}
-	if c.st.Intent != nil {
+	if c.lease.st.Intent != nil {
 		if err := c.recover(ctx); err != nil {
 			return 0, err
 		}
@@ -79,202 +72,20 @@ func (c *committer) start(ctx context.Context) (uint64, error) {
 	return c.position(ctx)
 }
 
-// incarnation compares the partition's identity with the one the state
-// recorded. A partition deleted and re-created under the same name starts
-// again at offset 0: it becomes a new generation whose objects are named
-// apart. On 0.8 and 0.9 the identity is the creation time, which a server
-// may also report anew for the same partition (0.8.0 re-stamps it on
-// restart): then the message the state last recorded is still there, and
-// the new time is adopted. On 0.10 it is the partition's incarnation,
-// which changes exactly when the partition is re-created.
-func (c *committer) incarnation(ctx context.Context) error {
-	cur := identity(c.p.info)
-	switch {
-	case cur == 0:
-		return nil
-	case c.st.Incarnation == 0 && c.st.Generation == 0 && !c.st.HasWritten && c.st.Intent == nil:
-		// A fresh item: S3 may hold generations from before it (issue
-		// 21, item 2).
-		return c.startGeneration(ctx, cur)
-	case cur == c.st.Incarnation:
-		return c.markGeneration(ctx)
-	}
-	recreated := false
-	switch {
-	case exactIdentity(cur) && exactIdentity(c.st.Incarnation):
-		recreated = true
-	default:
-		// A state that recorded no identity (a row from before identities
-		// were kept, an old backup) is checked too: what it archived may
-		// be an earlier incarnation's (issue 21, item 7).
-		var err error
-		if recreated, err = c.recreated(ctx); err != nil {
-			return err
-		}
-		if !recreated && !c.st.HasWritten && c.st.Intent == nil {
-			if recreated, err = c.markerDisowns(ctx, cur); err != nil {
-				return err
-			}
-		}
-	}
-	if !recreated {
-		if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-			return c.p.r.State.Adopt(ctx, st, cur, c.p.r.Options.Lease)
-		}); err != nil {
-			return err
-		}
-		return c.markGeneration(ctx)
-	}
-	if c.st.Generation == ^uint32(0) {
-		return fmt.Errorf("partition re-created: generation limit %d reached", c.st.Generation)
-	}
-	// A state restored from an old backup may be behind S3's generations.
-	gen, err := c.liveGeneration(ctx, cur, c.st.Generation+1)
-	if err != nil {
-		return err
-	}
-	c.p.log.Warn("partition was deleted and re-created in Iggy: archiving the new one from offset 0 as a new generation",
-		"recorded_incarnation", describeIdentity(c.st.Incarnation), "incarnation", describeIdentity(cur), "generation", gen)
-	if in := c.st.Intent; in != nil {
-		if err := c.retire(ctx, *in); err != nil {
-			return err
-		}
-	}
-	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.Reset(ctx, st, cur, gen, c.p.r.Options.Lease)
-	}); err != nil {
-		return err
-	}
-	c.names = c.names.Generation(c.st.Generation)
-	c.ps.Recreated, c.ps.Generation = true, c.st.Generation
-	c.hasStored = c.hasStored && c.stored <= c.p.info.CurrentOffset // else an offset of the old incarnation
-	return c.markGeneration(ctx)
-}
-
-// exactBase offsets a recorded identity that is Iggy 0.10's incarnation
-// number rather than a creation time: creation times in microseconds stay
-// below 2^52 until the year 2112, and the sum stays below 2^53, which
-// every DynamoDB client and emulator carries exactly.
-const exactBase = 1 << 52
-
-// identity is what the state records as the partition's incarnation: the
-// server's own incarnation number when it reports one (0.10) that fits,
-// offset by exactBase, else the creation time.
-func identity(p source.PartitionInfo) uint64 {
-	if p.Incarnation != 0 && p.Incarnation < exactBase {
-		return exactBase + p.Incarnation
-	}
-	return p.CreatedAt
-}
-
-func exactIdentity(id uint64) bool { return id >= exactBase }
-
-func describeIdentity(id uint64) string {
-	if exactIdentity(id) {
-		return fmt.Sprintf("incarnation %d", id-exactBase)
-	}
-	return fmt.Sprintf("created at %d µs", id)
-}
-
-// recreated looks for the message the state last recorded (the unfinished
-// object's first, else the last one written): a partition that no longer
-// reaches that offset, or holds another message there, was re-created. When
-// that message is gone (retention) the group tells: a re-created topic
-// comes with a new group, which has stored nothing in range yet.
-func (c *committer) recreated(ctx context.Context) (bool, error) {
-	off, ts := c.st.LastWritten, c.st.LastTimestamp
-	if in := c.st.Intent; in != nil {
-		off, ts = in.First, in.FirstTimestamp
-	} else if !c.st.HasWritten {
-		return false, nil // nothing archived yet: nothing to tell apart
-	}
-	m, err := c.messageAt(ctx, off, "its incarnation could be checked")
-	switch {
-	case err != nil:
-		return false, err
-	case m == nil:
-		return true, nil // the partition ends before it
-	}
-	if same, known := recordedMessage(m, off, ts); known {
-		return !same, nil
-	}
-	// The state's record cannot tell (no server time recorded, as after
-	// adopted objects or a skip marker; or retention took its message):
-	// the generation marker's message may.
-	live, known, err := c.markerTells(ctx)
-	if err != nil || known {
-		return !live, err
-	}
-	return !c.hasStored || c.stored > c.p.info.CurrentOffset, nil
-}
-
-// recordedMessage tells from m, the first message at or after off, whether
-// the partition is the incarnation a record of (off, ts) was made in: ts
-// is the server time of message off, or, for a gap marker ending at off,
-// of the first message after it. The same time at or after off proves it
-// (messages of one send batch share a time; a re-created partition's are
-// later); another message at off disproves it. Otherwise (retention took
-// the recorded message, or ts is 0) known is false.
-func recordedMessage(m *batch.Message, off, ts uint64) (same, known bool) {
-	switch {
-	case ts == 0 || m.Offset < off:
-		return false, false
-	case m.Timestamp == ts:
-		return true, true
-	case m.Offset == off:
-		return false, true
-	}
-	return false, false
-}
-
-// messageAt reads the message at off, or the first after it (retention);
-// nil when the partition ends before off. A not-owned answer proves
-// nothing: the assignment it was read against may predate a rebalance
-// that handed the partition back. So ownership is asked, and an owned
-// partition polled again; only a partition whose last offset is below off
-// may still answer that way (0.8 answers a poll past the end of partition
-// 0 holding one message like a not-owned one). ErrNotOwner names what
-// could not be done.
-func (c *committer) messageAt(ctx context.Context, off uint64, what string) (*batch.Message, error) {
-	for attempt := 0; ; attempt++ {
-		msgs, owned, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
-		switch {
-		case err != nil:
-			return nil, err
-		case owned && len(msgs) == 0:
-			return nil, nil
-		case owned:
-			return &msgs[0], nil
-		}
-		mine, err := c.p.conn.Owns(ctx, c.p.topic, c.p.info.ID)
-		switch {
-		case err != nil:
-			return nil, err
-		case !mine:
-			return nil, fmt.Errorf("%w: it moved before %s", source.ErrNotOwner, what)
-		case attempt == 0:
-			continue
-		case c.p.info.CurrentOffset < off:
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%w: polls of offset %d answered as not owned, though the group assigns the partition to this member, before %s", source.ErrNotOwner, off, what)
-	}
-}
-
 // recover finishes the object a previous run recorded but did not complete:
 // its bytes are a pure function of the range and the configuration, so it
 // is re-rendered and written again under its key. When it cannot be (Iggy
 // deleted part of the range, or the format changed), it is settled.
 func (c *committer) recover(ctx context.Context) error {
-	in := *c.st.Intent
+	in := *c.lease.st.Intent
 	c.ps.Recovered = true
 	c.p.log.Info("recovering an unfinished object", "first", in.First, "last", in.Last, "key", in.ObjectKey)
-	c.abortUploads(ctx, in.ObjectKey)
+	c.marks.abortUploads(ctx, in.ObjectKey)
 	s := &sealed{first: in.First, last: in.Last, gap: isGapKey(in.ObjectKey), done: func() {}}
 	if !s.gap && !strings.HasSuffix(in.ObjectKey, "."+c.p.r.Options.Names.Ext()) {
 		return c.settle(ctx, in, nil)
 	}
-	w, err := c.upload(ctx, s)
+	w, err := c.writer.upload(ctx, s)
 	var miss *missingError
 	if errors.As(err, &miss) {
 		return c.settle(ctx, in, miss)
@@ -282,7 +93,7 @@ func (c *committer) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", in.ObjectKey, err)
 	}
-	s.lastTS = c.renderedTS
+	s.lastTS = c.writer.renderedTS
 	return c.complete(ctx, s, w, nil, false)
 }
 
@@ -291,7 +102,7 @@ func (c *committer) recover(ctx context.Context) error {
 // (void) so that a stalled writer can never still put it there, and the
 // range is read again; what Iggy deleted meanwhile (miss) is a gap.
 func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingError) error {
-	size, exists, err := c.void(ctx, in)
+	size, exists, err := c.marks.void(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -299,7 +110,7 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 		w := Written{Key: in.ObjectKey, First: in.First, Last: in.Last, Messages: in.Last - in.First + 1, Bytes: uint64(size), Existed: true}
 		return c.complete(ctx, &sealed{first: in.First, last: in.Last, done: func() {}}, w, nil, false)
 	}
-	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+	if err := c.lease.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
 	}); err != nil {
 		return err
@@ -313,15 +124,48 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 	if err != nil {
 		return err
 	}
-	gap := &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, lastTS: miss.Timestamp, gap: true, cause: cause, done: func() {}}
+	return c.writeMarker(ctx, &sealed{first: in.First, last: miss.Next - 1, ts: miss.Timestamp, lastTS: miss.Timestamp, gap: true, cause: cause, done: func() {}})
+}
+
+// writeMarker records, uploads and completes the gap marker gap: the
+// protocol of an object, for one that holds no records.
+func (c *committer) writeMarker(ctx context.Context, gap *sealed) error {
 	if err := c.setIntent(ctx, gap); err != nil {
 		return err
 	}
-	w, err := c.upload(ctx, gap)
+	w, err := c.writer.upload(ctx, gap)
 	if err != nil {
 		return err
 	}
 	return c.complete(ctx, gap, w, nil, false)
+}
+
+// position returns the first offset to read: after the later of the
+// group's stored offset and the state's position. When the state is behind
+// (a new or restored state table), the objects already in S3 beyond it are
+// adopted, so nothing is archived twice; the group's offset never moves back.
+func (c *committer) position(ctx context.Context) (uint64, error) {
+	lw, has := c.lease.st.LastWritten, c.lease.st.HasWritten
+	g := c.group
+	switch {
+	case has && (!g.has || g.stored < lw):
+		return lw + 1, g.store(ctx, lw)
+	case has && g.stored == lw:
+		return lw + 1, nil
+	case g.has:
+		return c.groupAhead(ctx)
+	}
+	ad, err := c.adoption.adopt(ctx)
+	if err != nil || !ad.found {
+		if c.lease.st.HasWritten {
+			return c.lease.st.LastWritten + 1, err
+		}
+		return 0, err
+	}
+	if err := c.skipTo(ctx, ad.end); err != nil {
+		return 0, err
+	}
+	return ad.end + 1, g.store(ctx, ad.end)
 }
 
 // groupAhead handles a group offset beyond the state's position (or a
@@ -334,126 +178,53 @@ func (c *committer) settle(ctx context.Context, in state.Intent, miss *missingEr
 // began and why the rest is missing, and the audit accepts it (issue 21,
 // items 10 and 11).
 func (c *committer) groupAhead(ctx context.Context) (uint64, error) {
+	g := c.group
 	for {
-		end, found, err := c.adopt(ctx)
+		ad, err := c.adoption.adopt(ctx)
 		if err != nil {
 			return 0, err
 		}
 		pos := uint64(0)
-		if c.st.HasWritten {
-			pos = c.st.LastWritten + 1
+		if c.lease.st.HasWritten {
+			pos = c.lease.st.LastWritten + 1
 		}
-		if found {
-			if err := c.skipTo(ctx, end); err != nil {
+		if ad.found {
+			if err := c.skipTo(ctx, ad.end); err != nil {
 				return 0, err
 			}
-			pos = end + 1
+			pos = ad.end + 1
 		}
-		if pos > c.stored {
-			return pos, c.storeOffset(ctx, pos-1)
+		if pos > g.stored {
+			return pos, g.store(ctx, pos-1)
 		}
 		// pos..stored lies in no object up to the next one S3 holds, if
 		// any (objects a lifecycle rule expired leave such holes): the
 		// marker ends before it, and adoption goes on from there. It is
 		// put at the time of its first offset, where adoption under a
 		// time template looks for it (walkFolders).
-		last := c.stored
-		if c.hasResume && c.resume > pos && c.resume-1 < last {
-			last = c.resume - 1
+		last := g.stored
+		if ad.hasResume && ad.resume > pos && ad.resume-1 < last {
+			last = ad.resume - 1
 		}
-		skip := &sealed{first: pos, last: last, ts: c.timestampNear(ctx, pos), gap: true, cause: CauseSkipped, done: func() {}}
-		if err := c.setIntent(ctx, skip); err != nil {
+		skip := &sealed{first: pos, last: last, ts: c.p.timestampNear(ctx, pos), gap: true, cause: CauseSkipped, done: func() {}}
+		if err := c.writeMarker(ctx, skip); err != nil {
 			return 0, err
 		}
-		w, err := c.upload(ctx, skip)
-		if err != nil {
-			return 0, err
-		}
-		if err := c.complete(ctx, skip, w, nil, false); err != nil {
-			return 0, err
-		}
-		if last == c.stored && !c.hasResume {
-			return c.stored + 1, nil
+		if last == g.stored && !ad.hasResume {
+			return g.stored + 1, nil
 		}
 	}
 }
 
-// timestampNear is the server time of the message at off (or the next
-// one), for a marker's folder under a time template; now when there is
-// none to read.
-func (c *committer) timestampNear(ctx context.Context, off uint64) uint64 {
-	msgs, _, err := c.p.conn.Poll(ctx, c.p.topic, c.p.info.ID, off, 1, nil)
-	if err == nil && len(msgs) > 0 {
-		return msgs[0].Timestamp
+// skipTo moves the state's position to last without an object: the group
+// or S3 shows that everything up to last is archived.
+func (c *committer) skipTo(ctx context.Context, last uint64) error {
+	if c.lease.st.HasWritten && c.lease.st.LastWritten >= last {
+		return nil
 	}
-	return uint64(time.Now().UnixMicro())
-}
-
-// retire ends the old incarnation's unfinished object before a reset: if
-// it never reached S3, its key is fenced and its range reported as a gap of
-// the old generation (its messages went with the partition). An unfinished
-// gap marker is written again under its own key instead, as recover does:
-// it is a pure function of its range, so whichever write lands first is the
-// marker, and no second one reports the same offsets. The reset then drops
-// the intent in the same write that moves the incarnation on, so a run
-// that dies in between repeats all of this.
-func (c *committer) retire(ctx context.Context, in state.Intent) error {
-	if isGapKey(in.ObjectKey) {
-		_, err := c.upload(ctx, &sealed{first: in.First, last: in.Last, gap: true, done: func() {}})
-		return err
-	}
-	c.abortUploads(ctx, in.ObjectKey)
-	_, exists, err := c.void(ctx, in)
-	if err != nil || exists {
-		return err
-	}
-	_, err = c.putGapMarker(ctx, c.names.Gap(in.First, in.Last, 0), in.First, in.Last, CauseRecreated)
-	return err
-}
-
-// abortUploads aborts what a dead run left of a multipart upload of key:
-// its parts stay in the store (and are billed) until someone does (issue
-// 21, item 13). Best effort, with a warning: a bucket lifecycle rule for
-// incomplete uploads is the backstop (`poller check` says whether there is
-// one).
-func (c *committer) abortUploads(ctx context.Context, key string) {
-	if isGapKey(key) {
-		return // markers are single PUTs
-	}
-	n, err := c.p.r.Objects.AbortUploads(ctx, key)
-	switch {
-	case err != nil:
-		c.p.log.Warn("could not abort the multipart uploads a dead run left for the object; a bucket lifecycle rule for incomplete uploads removes them", "key", key, "error", err)
-	case n > 0:
-		c.p.log.Info("aborted the multipart uploads a dead run left for the object", "key", key, "uploads", n)
-	}
-}
-
-// position returns the first offset to read: after the later of the
-// group's stored offset and the state's position. When the state is behind
-// (a new or restored state table), the objects already in S3 beyond it are
-// adopted, so nothing is archived twice; the group's offset never moves back.
-func (c *committer) position(ctx context.Context) (uint64, error) {
-	lw, has := c.st.LastWritten, c.st.HasWritten
-	switch {
-	case has && (!c.hasStored || c.stored < lw):
-		return lw + 1, c.storeOffset(ctx, lw)
-	case has && c.stored == lw:
-		return lw + 1, nil
-	case c.hasStored:
-		return c.groupAhead(ctx)
-	}
-	end, found, err := c.adopt(ctx)
-	if err != nil || !found {
-		if c.st.HasWritten {
-			return c.st.LastWritten + 1, err
-		}
-		return 0, err
-	}
-	if err := c.skipTo(ctx, end); err != nil {
-		return 0, err
-	}
-	return end + 1, c.storeOffset(ctx, end)
+	return c.lease.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return c.p.r.State.Skip(ctx, st, last, 0, c.p.r.Options.Lease)
+	})
 }
 
 // run writes the objects the reader hands over, in order, until the reader
@@ -491,19 +262,12 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		}
 		cur.giveBack(why)
 	}()
-	if c.st.Intent == nil {
+	if c.lease.st.Intent == nil {
 		if c.p.outOfTime(ctx) {
 			c.leave(cur, stopDeadline)
 			return nil, nil
 		}
-		// The run's first object goes early too, held until the write
-		// of its intent is durable.
-		first := c.startEarly(ctx, cur)
-		if err := c.setIntent(ctx, cur); err != nil {
-			first.abandon(err)
-			return nil, err
-		}
-		if err := c.openEarly(cur, first); err != nil {
+		if err := c.begin(ctx, cur); err != nil {
 			return nil, err
 		}
 	}
@@ -516,7 +280,7 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 	if rerr != nil && cur.early != nil {
 		cur.early.cancel(rerr) // as a lease lost during the upload ends it
 	}
-	w, err := c.upload(ctx, cur)
+	w, err := c.writer.upload(ctx, cur)
 	if err == nil && !received {
 		next, rerr = c.receive(ctx, objects)
 	}
@@ -532,8 +296,26 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 		next, e = nil, nil
 	}
 	if next != nil && rerr == nil && e == nil {
-		e = c.startEarly(ctx, next)
+		e = c.writer.startEarly(ctx, next)
 	}
+	return c.finish(ctx, cur, w, next, e, rerr, &why)
+}
+
+// begin records the intent of the run's first object, whose upload goes
+// early too, held until the write of its intent is durable.
+func (c *committer) begin(ctx context.Context, cur *sealed) error {
+	first := c.writer.startEarly(ctx, cur)
+	if err := c.setIntent(ctx, cur); err != nil {
+		first.abandon(err)
+		return err
+	}
+	return c.openEarly(cur, first)
+}
+
+// finish marks cur written, with next's intent, and hands next on, its
+// early upload e let land; rerr is what receiving next ended with, and why
+// what step's release gives back with.
+func (c *committer) finish(ctx context.Context, cur *sealed, w Written, next *sealed, e *early, rerr error, why *error) (*sealed, error) {
 	// Without a next object this is the partition's last state write of
 	// the run: it gives the lease back too.
 	if err := c.complete(ctx, cur, w, next, next == nil); err != nil {
@@ -542,7 +324,7 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 	if c.ps.Stopped != "" {
 		// The partition moved (its offset store was refused): next is
 		// not this run's to write.
-		why = errors.New(c.ps.Stopped)
+		*why = errors.New(c.ps.Stopped)
 		return nil, rerr
 	}
 	if err := c.openEarly(next, e); err != nil {
@@ -555,6 +337,21 @@ func (c *committer) step(ctx context.Context, cur *sealed, objects <-chan *seale
 // ends without an error.
 var errStepEnded = errors.New("the object's step ended")
 
+// receive waits for the reader's next object, keeping the lease; nil when
+// the reader is done.
+func (c *committer) receive(ctx context.Context, objects <-chan *sealed) (*sealed, error) {
+	var s *sealed
+	err := c.lease.await(ctx, func(ctx context.Context) error {
+		select {
+		case s = <-objects:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	return s, err
+}
+
 // receiveBeside waits for the reader's next object while cur's early
 // upload runs, and begins the next one's upload, held at its gate, as soon
 // as it comes: the two PUTs overlap instead of following each other.
@@ -566,7 +363,7 @@ func (c *committer) receiveBeside(ctx context.Context, cur *sealed, objects <-ch
 		return nil, nil, false, nil
 	}
 	uploaded := cur.early.done
-	err = c.await(ctx, func(ctx context.Context) error {
+	err = c.lease.await(ctx, func(ctx context.Context) error {
 		select {
 		case next = <-objects: // nil: the reader is done
 			received = true
@@ -584,7 +381,7 @@ func (c *committer) receiveBeside(ctx context.Context, cur *sealed, objects <-ch
 		return nil, nil, true, err
 	}
 	if next != nil && !c.p.outOfTime(ctx) {
-		e = c.startEarly(ctx, next)
+		e = c.writer.startEarly(ctx, next)
 	}
 	return next, e, received, nil
 }
@@ -628,8 +425,8 @@ func (c *committer) leave(s *sealed, why string) {
 
 // setIntent records the object s is about to become.
 func (c *committer) setIntent(ctx context.Context, s *sealed) error {
-	return c.write(ctx, StepIntent, func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.SetIntent(ctx, st, c.intentFor(s), c.p.r.Options.Lease)
+	return c.lease.write(ctx, StepIntent, func(ctx context.Context, st state.State) (state.State, error) {
+		return c.p.r.State.SetIntent(ctx, st, c.writer.intentFor(s), c.p.r.Options.Lease)
 	})
 }
 
@@ -646,11 +443,11 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 		d = state.Done{GapMessages: cur.last - cur.first + 1, LastTimestamp: cur.lastTS}
 	}
 	if next != nil {
-		in := c.intentFor(next)
+		in := c.writer.intentFor(next)
 		d.Next = &in
 	}
 	d.Release = last
-	if err := c.write(ctx, StepStateWritten, func(ctx context.Context, st state.State) (state.State, error) {
+	if err := c.lease.write(ctx, StepStateWritten, func(ctx context.Context, st state.State) (state.State, error) {
 		return c.p.r.State.Complete(ctx, st, d, c.p.r.Options.Lease)
 	}); err != nil {
 		return err
@@ -667,45 +464,19 @@ func (c *committer) complete(ctx context.Context, cur *sealed, w Written, next *
 	if err := c.p.hook(StepBeforeStore); err != nil {
 		return err
 	}
-	if err := c.storeOffset(ctx, cur.last); err != nil {
+	if err := c.group.store(ctx, cur.last); err != nil {
 		return err
 	}
 	return c.p.hook(StepStored)
 }
 
-// storeOffset stores last as the group's offset, never moving it back, and
-// only while the lease is ours, or would have been had the run's last
-// write not given it back: once it lapses, the next owner stores it.
-func (c *committer) storeOffset(ctx context.Context, last uint64) error {
-	if c.hasStored && c.stored >= last {
-		return nil
+// release gives the lease back, bounded by CleanupTimeout however the run's
+// context ended.
+func (c *committer) release(ctx context.Context) error {
+	if c.lease.st.HasWritten {
+		lw := c.lease.st.LastWritten
+		c.ps.Committed = &lw
 	}
-	if expires := c.leaseExpires(); time.Now().After(expires) {
-		return fmt.Errorf("lease expired at %s before offset %d was stored; the partition's next owner stores it", expires.Format(time.RFC3339Nano), last)
-	}
-	err := c.p.conn.StoreOffset(ctx, c.p.topic, c.p.info.ID, last)
-	if errors.Is(err, source.ErrNotOwner) {
-		c.p.log.Info("partition moved to another member before its offset was stored; its next owner stores it", "offset", last)
-		c.ps.Stopped = stopMoved
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	c.stored, c.hasStored = last, true
-	return nil
-}
-
-// leaseExpires is when the lease lapses; for a lease the run's last write
-// gave back, when it would have lapsed. Another run may take a lease given
-// back at once, and store the group's offset before this run does: this
-// run's store then moves it back to the end of the run's last object until
-// the next run, which stores the state's position again (position). No
-// offset is archived twice or missed by that: the state, not the group,
-// says where archiving goes on.
-func (c *committer) leaseExpires() time.Time {
-	if c.st.Owner == "" {
-		return c.lastWrite.Add(c.p.r.Options.Lease)
-	}
-	return c.st.LeaseExpires
+	c.ps.Generation = c.lease.st.Generation
+	return c.lease.release(ctx)
 }

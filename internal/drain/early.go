@@ -24,22 +24,6 @@ type early struct {
 	err    error
 }
 
-// startEarly begins s's upload under the key of its intent, held at a
-// gate; nil when s does not go early.
-func (c *committer) startEarly(ctx context.Context, s *sealed) *early {
-	if s.gap || s.acc == nil || s.acc.Spilled() {
-		return nil
-	}
-	in := c.intentFor(s)
-	ectx, cancel := context.WithCancelCause(ctx)
-	e := &early{key: in.ObjectKey, gate: s3store.NewGate(), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		e.res, e.el, e.err = c.renderAndPut(ectx, in.ObjectKey, in.FirstTimestamp, s, e.gate)
-	}()
-	return e
-}
-
 // open lets the upload land: its intent is durable.
 func (e *early) open() { e.gate.Open() }
 

@@ -6,137 +6,127 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
-// write applies one state write to the copy this committer owns (the write
+// lease is the partition's state item as this run holds it: the one copy
+// of the state, every write to it, and the lease those writes extend. The
+// other stages read the state from here and write it through write.
+type lease struct {
+	p  *partition
+	st state.State
+	// names names the objects of st's generation; a write that moves the
+	// generation on moves them too.
+	names keys.PartitionNamer
+	// lastWrite is when a state write last extended the lease; renewFail
+	// when a renewal last failed (zero if the last one succeeded). Leases
+	// run on the wall clock, as the state store's do, whatever Runner.Now says.
+	lastWrite, renewFail time.Time
+}
+
+func newLease(p *partition, st state.State) *lease {
+	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
+	return &lease{p: p, st: st, names: names, lastWrite: time.Now()}
+}
+
+// write applies one state write to the copy this run holds (the write
 // also extends the lease) and then calls the step hooks of step, if any.
 // A stop does not cut the write (see stateCtx).
-func (c *committer) write(ctx context.Context, step Step, fn func(context.Context, state.State) (state.State, error)) error {
-	sctx, cancel := c.p.stateCtx(ctx)
+func (l *lease) write(ctx context.Context, step Step, fn func(context.Context, state.State) (state.State, error)) error {
+	sctx, cancel := l.p.stateCtx(ctx)
 	defer cancel()
-	st, err := fn(sctx, c.st)
+	st, err := fn(sctx, l.st)
 	if err != nil {
 		return err
 	}
-	c.st, c.lastWrite, c.renewFail = st, time.Now(), time.Time{}
+	if st.Generation != l.st.Generation {
+		l.names = l.names.Generation(st.Generation)
+	}
+	l.st, l.lastWrite, l.renewFail = st, time.Now(), time.Time{}
 	if step == "" {
 		return nil
 	}
-	return c.p.hook(step)
-}
-
-// skipTo moves the state's position to last without an object: the group
-// or S3 shows that everything up to last is archived.
-func (c *committer) skipTo(ctx context.Context, last uint64) error {
-	if c.st.HasWritten && c.st.LastWritten >= last {
-		return nil
-	}
-	return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.Skip(ctx, st, last, 0, c.p.r.Options.Lease)
-	})
-}
-
-// release gives the lease back, bounded by CleanupTimeout however the run's
-// context ended.
-func (c *committer) release(ctx context.Context) error {
-	if c.st.HasWritten {
-		lw := c.st.LastWritten
-		c.ps.Committed = &lw
-	}
-	c.ps.Generation = c.st.Generation
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.p.r.Options.CleanupTimeout)
-	defer cancel()
-	return c.p.r.State.Release(rctx, c.st)
-}
-func (c *committer) intentFor(s *sealed) state.Intent {
-	key := c.names.Object(s.first, s.last, s.ts)
-	switch {
-	case s.gap && s.cause == CauseIggyHole:
-		key = c.names.Hole(s.first, s.last, s.ts)
-	case s.gap && s.cause == CauseTooLarge:
-		key = c.names.TooLarge(s.first, s.last, s.ts)
-	case s.gap && s.cause == CauseSkipped:
-		key = c.names.Skip(s.first, s.last, s.ts)
-	case s.gap:
-		key = c.names.Gap(s.first, s.last, s.ts)
-	}
-	in := state.Intent{First: s.first, Last: s.last, ObjectKey: key}
-	if !s.gap {
-		in.FirstTimestamp = s.ts
-	}
-	return in
+	return l.p.hook(step)
 }
 
 // await runs fn while keeping the lease: a renewal every third of it. When
 // the lease cannot be kept, fn's context is cancelled with the reason, so
 // that nothing is written by a run that may no longer own the partition.
-func (c *committer) await(ctx context.Context, fn func(ctx context.Context) error) error {
+// fn runs beside the renewals, which write the state: it must not read it.
+func (l *lease) await(ctx context.Context, fn func(ctx context.Context) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- fn(actx) }()
-	timer := time.NewTimer(c.untilRenew())
+	timer := time.NewTimer(l.untilRenew())
 	defer timer.Stop()
 	for {
 		select {
 		case err := <-done:
 			return err
 		case <-timer.C:
-			if err := c.keepLease(ctx); err != nil {
+			if err := l.keep(ctx); err != nil {
 				cancel(err)
 				<-done
 				return err
 			}
-			timer.Reset(c.untilRenew())
+			timer.Reset(l.untilRenew())
 		}
 	}
 }
 
-// receive waits for the reader's next object, keeping the lease; nil when
-// the reader is done.
-func (c *committer) receive(ctx context.Context, objects <-chan *sealed) (*sealed, error) {
-	var s *sealed
-	err := c.await(ctx, func(ctx context.Context) error {
-		select {
-		case s = <-objects:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	})
-	return s, err
-}
-
-func (c *committer) untilRenew() time.Duration {
-	ttl := c.p.r.Options.Lease
-	if !c.renewFail.IsZero() {
+func (l *lease) untilRenew() time.Duration {
+	ttl := l.p.r.Options.Lease
+	if !l.renewFail.IsZero() {
 		return max(ttl/12, time.Millisecond) // retry soon, several times before a third is left
 	}
-	return max(time.Until(c.lastWrite.Add(ttl/3)), 0)
+	return max(time.Until(l.lastWrite.Add(ttl/3)), 0)
 }
 
-// keepLease renews the lease. A renewal that fails is retried until less
-// than a third of the lease is left: then writing stops, before the lease
-// can lapse and another run take the partition over.
-func (c *committer) keepLease(ctx context.Context) error {
-	ttl := c.p.r.Options.Lease
-	sctx, cancel := c.p.stateCtx(ctx)
-	st, err := c.p.r.State.Renew(sctx, c.st, ttl)
+// keep renews the lease. A renewal that fails is retried until less than a
+// third of the lease is left: then writing stops, before the lease can
+// lapse and another run take the partition over.
+func (l *lease) keep(ctx context.Context) error {
+	ttl := l.p.r.Options.Lease
+	sctx, cancel := l.p.stateCtx(ctx)
+	st, err := l.p.r.State.Renew(sctx, l.st, ttl)
 	cancel()
 	now := time.Now()
 	if err == nil {
-		c.st, c.lastWrite, c.renewFail = st, now, time.Time{}
+		l.st, l.lastWrite, l.renewFail = st, now, time.Time{}
 		return nil
 	}
 	if errors.Is(err, state.ErrLeaseLost) || ctx.Err() != nil {
 		return fmt.Errorf("renew the partition lease: %w", err)
 	}
-	left := c.st.LeaseExpires.Sub(now)
+	left := l.st.LeaseExpires.Sub(now)
 	if left < ttl/3 {
 		return fmt.Errorf("the partition lease could not be renewed and %s of it is left; stopped writing before it lapses: %w", left.Round(time.Millisecond), err)
 	}
-	c.renewFail = now
-	c.p.log.Warn("renewing the partition lease failed; retrying", "left", left.Round(time.Millisecond), "error", err.Error())
+	l.renewFail = now
+	l.p.log.Warn("renewing the partition lease failed; retrying", "left", left.Round(time.Millisecond), "error", err.Error())
 	return nil
+}
+
+// expires is when the lease lapses; for a lease the run's last write gave
+// back, when it would have lapsed. Another run may take a lease given back
+// at once, and store the group's offset before this run does: this run's
+// store then moves it back to the end of the run's last object until the
+// next run, which stores the state's position again (position). No offset
+// is archived twice or missed by that: the state, not the group, says
+// where archiving goes on.
+func (l *lease) expires() time.Time {
+	if l.st.Owner == "" {
+		return l.lastWrite.Add(l.p.r.Options.Lease)
+	}
+	return l.st.LeaseExpires
+}
+
+// release gives the lease back, bounded by CleanupTimeout however the run's
+// context ended.
+func (l *lease) release(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.p.r.Options.CleanupTimeout)
+	defer cancel()
+	return l.p.r.State.Release(rctx, l.st)
 }

@@ -248,19 +248,7 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 			continue
 		}
 		if m.Offset > next {
-			if err := rd.seal(ctx, acc, done, out, true); err != nil {
-				return next, err
-			}
-			// lastTS is the message after the gap: what tells this
-			// incarnation by once the gap's offsets are gone (recorded).
-			gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, lastTS: m.Timestamp, gap: true, cause: CauseIggyHole, done: func() {}}
-			if i == 0 || msgs[i-1].Offset != next-1 { // retention cannot delete between two messages of a reply
-				var err error
-				if gap.cause, err = rd.p.gapCause(ctx, gap.last); err != nil {
-					return next, err
-				}
-			}
-			if err := rd.send(ctx, out, gap); err != nil {
+			if err := rd.gapBefore(ctx, msgs, i, next, acc, done, out); err != nil {
 				return next, err
 			}
 			next = m.Offset
@@ -301,6 +289,26 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 		}
 	}
 	return next, nil
+}
+
+// gapBefore seals what was accumulated and hands on the marker of the
+// offsets from next to msgs[i], which the reply passed over: a hole the
+// server left, or retention's gap.
+func (rd *reader) gapBefore(ctx context.Context, msgs []batch.Message, i int, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) error {
+	if err := rd.seal(ctx, acc, done, out, true); err != nil {
+		return err
+	}
+	m := &msgs[i]
+	// lastTS is the message after the gap: what tells this incarnation by
+	// once the gap's offsets are gone (recorded).
+	gap := &sealed{first: next, last: m.Offset - 1, ts: m.Timestamp, lastTS: m.Timestamp, gap: true, cause: CauseIggyHole, done: func() {}}
+	if i == 0 || msgs[i-1].Offset != next-1 { // retention cannot delete between two messages of a reply
+		var err error
+		if gap.cause, err = rd.p.gapCause(ctx, gap.last); err != nil {
+			return err
+		}
+	}
+	return rd.send(ctx, out, gap)
 }
 
 // seal hands the accumulated object to the committer and, when more is to

@@ -10,6 +10,18 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
+// renames follows the partition across the names it had on the server: its
+// stream and topic ids stay when they are renamed, and name markers under
+// the ids list every pair of names the sink archived it under, so that a
+// fresh state item under new names carries the old one's state over.
+type renames struct {
+	p     *partition
+	l     *lease
+	group *groupOffset
+	ps    *PartitionSummary
+	marks *markers
+}
+
 // nameMarker is the body of a name marker: the names a partition had
 // under its stream and topic ids (see keys.PartitionNamer.NameMarker).
 type nameMarker struct {
@@ -20,14 +32,15 @@ type nameMarker struct {
 	TopicID   uint32 `json:"topic_id"`
 }
 
-// markNames writes the marker of the partition's names under its ids,
+// mark writes the marker of the partition's names under its ids,
 // create-only, once per process.
-func (c *committer) markNames(ctx context.Context) error {
-	key := c.names.NameMarker(c.p.topic.StreamID, c.p.topic.TopicID)
-	if c.p.r.Marked.has(key) {
+func (rn *renames) mark(ctx context.Context) error {
+	t := rn.p.topic
+	key := rn.l.names.NameMarker(t.StreamID, t.TopicID)
+	if rn.p.r.Marked.has(key) {
 		return nil
 	}
-	return c.putOnce(ctx, key, "name marker", nameMarker{Stream: c.p.bp.Stream, Topic: c.p.bp.Topic, Partition: c.p.bp.ID, StreamID: c.p.topic.StreamID, TopicID: c.p.topic.TopicID})
+	return rn.marks.putOnce(ctx, key, "name marker", nameMarker{Stream: rn.p.bp.Stream, Topic: rn.p.bp.Topic, Partition: rn.p.bp.ID, StreamID: t.StreamID, TopicID: t.TopicID})
 }
 
 // carryOver looks, for a fresh state item, for the state the partition
@@ -45,68 +58,80 @@ func (c *committer) markNames(ctx context.Context) error {
 // above those of earlier names' states of another incarnation (a partition
 // re-created, then renamed), so that a partition's generations count on
 // across its names.
-func (c *committer) carryOver(ctx context.Context, cur uint64) (ok bool, floor uint32, err error) {
-	old, from, found, floor, err := c.predecessor(ctx, cur)
+func (rn *renames) carryOver(ctx context.Context, cur uint64) (ok bool, floor uint32, err error) {
+	old, from, found, floor, err := rn.predecessor(ctx, cur)
 	if err != nil || !found {
 		return false, floor, err
 	}
 	// The earlier item's lease, taken, fences a run still writing under
 	// the old names (one that stalled, or started before the rename): its
 	// next state write meets another version. It is given back at the end.
-	sctx, cancel := c.p.stateCtx(ctx)
-	old, err = c.p.r.State.Acquire(sctx, old.Key, c.p.r.Owner, c.p.r.Options.Lease)
+	sctx, cancel := rn.p.stateCtx(ctx)
+	old, err = rn.p.r.State.Acquire(sctx, old.Key, rn.p.r.Owner, rn.p.r.Options.Lease)
 	cancel()
 	if err != nil {
 		return false, 0, fmt.Errorf("take the state of the partition's earlier names %s/%s to carry it over: %w", from.Stream, from.Topic, err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.p.r.Options.CleanupTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rn.p.r.Options.CleanupTimeout)
 		defer cancel()
-		if err := c.p.r.State.Release(rctx, old); err != nil {
-			c.p.log.Warn("releasing the state of the partition's earlier names failed; its lease expires by itself", "error", err.Error())
+		if err := rn.p.r.State.Release(rctx, old); err != nil {
+			rn.p.log.Warn("releasing the state of the partition's earlier names failed; its lease expires by itself", "error", err.Error())
 		}
 	}()
+	carried, ts, err := rn.settleOld(ctx, old, from)
+	if err != nil {
+		return false, 0, err
+	}
+	if carried.HasWritten {
+		key := rn.l.names.Generation(old.Generation).Renamed(0, carried.LastWritten, ts)
+		m := marker{LastMissing: carried.LastWritten, Cause: causeRenamed,
+			Reason: fmt.Sprintf("archived under the partition's earlier names: stream %q, topic %q", from.Stream, from.Topic)}
+		if _, err := rn.marks.putMarker(ctx, key, m); err != nil && !errors.Is(err, s3store.ErrConflict) {
+			return false, 0, fmt.Errorf("write the renamed marker %s: %w", key, err)
+		}
+	}
+	if err := rn.l.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return rn.p.r.State.CarryOver(ctx, st, carried, rn.p.r.Options.Lease)
+	}); err != nil {
+		return false, 0, err
+	}
+	rn.ps.Generation, rn.ps.RenamedFrom = rn.l.st.Generation, from.Stream+"/"+from.Topic
+	rn.p.log.Warn("the partition was renamed on the server: its state carried over from its earlier names",
+		"from_stream", from.Stream, "from_topic", from.Topic, "generation", rn.l.st.Generation, "position", carried.LastWritten)
+	return true, 0, nil
+}
+
+// settleOld is what the earlier names' state old carries over, with its
+// unfinished intent settled where it is: a marker written (again) under its
+// key, an object kept if it reached S3, else its key fenced. ts is the
+// server time the renamed marker's folder is taken from.
+func (rn *renames) settleOld(ctx context.Context, old state.State, from nameMarker) (state.Carried, uint64, error) {
 	carried := state.Carried{HasWritten: old.HasWritten, LastWritten: old.LastWritten, LastTimestamp: old.LastTimestamp,
 		Incarnation: old.Incarnation, Generation: old.Generation,
 		Objects: old.Objects, Messages: old.Messages, Bytes: old.Bytes, GapMessages: old.GapMessages,
 		FromStream: from.Stream, FromTopic: from.Topic}
 	ts := old.LastTimestamp
-	if in := old.Intent; in != nil && isGapKey(in.ObjectKey) {
+	in := old.Intent
+	switch {
+	case in != nil && isGapKey(in.ObjectKey):
 		// A marker is a pure function of its range: written (again) under
 		// its key, it holds the range whichever write landed first.
-		if _, err := c.putGapMarker(ctx, in.ObjectKey, in.First, in.Last, gapCauseOf(in.ObjectKey)); err != nil && !errors.Is(err, s3store.ErrConflict) {
-			return false, 0, fmt.Errorf("write the unfinished marker of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
+		if _, err := rn.marks.putGapMarker(ctx, in.ObjectKey, in.First, in.Last, gapCauseOf(in.ObjectKey)); err != nil && !errors.Is(err, s3store.ErrConflict) {
+			return carried, 0, fmt.Errorf("write the unfinished marker of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
 		}
 		carried.HasWritten, carried.LastWritten, carried.LastTimestamp, ts = true, in.Last, 0, in.FirstTimestamp
-	} else if in != nil {
-		c.abortUploads(ctx, in.ObjectKey)
-		size, exists, err := c.void(ctx, *in)
+	case in != nil:
+		rn.marks.abortUploads(ctx, in.ObjectKey)
+		size, exists, err := rn.marks.void(ctx, *in)
 		if err != nil {
-			return false, 0, fmt.Errorf("settle the unfinished object of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
+			return carried, 0, fmt.Errorf("settle the unfinished object of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
 		}
-		if exists && !c.isFence(in.ObjectKey, size) { // a fence is an earlier attempt's
+		if exists && !isFence(in.ObjectKey, size) { // a fence is an earlier attempt's
 			carried.HasWritten, carried.LastWritten, carried.LastTimestamp, ts = true, in.Last, 0, in.FirstTimestamp
 		}
 	}
-	names := c.names.Generation(old.Generation)
-	if carried.HasWritten {
-		key := names.Renamed(0, carried.LastWritten, ts)
-		m := marker{LastMissing: carried.LastWritten, Cause: causeRenamed,
-			Reason: fmt.Sprintf("archived under the partition's earlier names: stream %q, topic %q", from.Stream, from.Topic)}
-		if _, err := c.putMarker(ctx, key, m); err != nil && !errors.Is(err, s3store.ErrConflict) {
-			return false, 0, fmt.Errorf("write the renamed marker %s: %w", key, err)
-		}
-	}
-	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.CarryOver(ctx, st, carried, c.p.r.Options.Lease)
-	}); err != nil {
-		return false, 0, err
-	}
-	c.names = c.names.Generation(c.st.Generation)
-	c.ps.Generation, c.ps.RenamedFrom = c.st.Generation, from.Stream+"/"+from.Topic
-	c.p.log.Warn("the partition was renamed on the server: its state carried over from its earlier names",
-		"from_stream", from.Stream, "from_topic", from.Topic, "generation", c.st.Generation, "position", carried.LastWritten)
-	return true, 0, nil
+	return carried, ts, nil
 }
 
 // causeRenamed is the cause in a renamed marker's body.
@@ -118,60 +143,20 @@ const causeRenamed = "renamed"
 // it stays as it was when carried, intent and all, and carrying it again
 // would read again what its successor archived since (a topic renamed
 // twice). Of the rest, the furthest along when several are live.
-func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State, from nameMarker, found bool, floor uint32, err error) {
-	prefix := c.names.NamesPrefix(c.p.topic.StreamID, c.p.topic.TopicID)
-	own := c.names.NameMarker(c.p.topic.StreamID, c.p.topic.TopicID)
-	var listed []string
-	err = c.await(ctx, func(ctx context.Context) error {
-		return c.p.r.Objects.List(ctx, prefix, func(key string, size int64) error {
-			if key != own && size <= maxMarkerSize && len(listed) < 64 {
-				listed = append(listed, key)
-			}
-			return nil
-		})
-	})
+func (rn *renames) predecessor(ctx context.Context, cur uint64) (st state.State, from nameMarker, found bool, floor uint32, err error) {
+	listed, err := rn.nameMarkers(ctx)
 	if err != nil {
-		return st, from, false, 0, fmt.Errorf("list the name markers under %q: %w", prefix, err)
+		return st, from, false, 0, err
 	}
-	type candidate struct {
-		st   state.State
-		from nameMarker
-	}
-	var candidates []candidate
-	superseded := map[[2]string]bool{}
-	for _, key := range listed {
-		var body []byte
-		if err := c.await(ctx, func(ctx context.Context) (err error) {
-			body, err = c.p.r.Objects.Get(ctx, key)
-			return err
-		}); err != nil {
-			return st, from, false, 0, fmt.Errorf("read the name marker %s: %w", key, err)
-		}
-		var m nameMarker
-		if json.Unmarshal(body, &m) != nil || m.Partition != c.p.bp.ID || m.StreamID != c.p.topic.StreamID || m.TopicID != c.p.topic.TopicID ||
-			(m.Stream == c.p.bp.Stream && m.Topic == c.p.bp.Topic) {
-			continue // not the sink's, or this partition's own names
-		}
-		key := state.Key{Group: c.p.topic.Group, Stream: m.Stream, Topic: m.Topic, Partition: c.p.bp.ID}
-		sctx, cancel := c.p.stateCtx(ctx)
-		old, ok, err := c.p.r.State.Get(sctx, key)
-		cancel()
-		if err != nil {
-			return st, from, false, 0, fmt.Errorf("read the state of %s (the partition's earlier names): %w", key, err)
-		}
-		if !ok || old.Incarnation == 0 {
-			continue
-		}
-		if old.CarriedFromStream != "" {
-			superseded[[2]string{old.CarriedFromStream, old.CarriedFromTopic}] = true
-		}
-		candidates = append(candidates, candidate{old, m})
+	candidates, superseded, err := rn.candidates(ctx, listed)
+	if err != nil {
+		return st, from, false, 0, err
 	}
 	for _, cand := range candidates {
 		if superseded[[2]string{cand.from.Stream, cand.from.Topic}] {
 			continue
 		}
-		live, err := c.stateIsLive(ctx, cand.st, cur)
+		live, err := rn.stateIsLive(ctx, cand.st, cur)
 		if err != nil {
 			return st, from, false, 0, err
 		}
@@ -183,6 +168,71 @@ func (c *committer) predecessor(ctx context.Context, cur uint64) (st state.State
 		}
 	}
 	return st, from, found, floor, nil
+}
+
+// nameMarkers lists the keys of the name markers under the partition's
+// ids but its own names' (at most 64).
+func (rn *renames) nameMarkers(ctx context.Context) ([]string, error) {
+	t := rn.p.topic
+	prefix := rn.l.names.NamesPrefix(t.StreamID, t.TopicID)
+	own := rn.l.names.NameMarker(t.StreamID, t.TopicID)
+	var listed []string
+	err := rn.l.await(ctx, func(ctx context.Context) error {
+		return rn.p.r.Objects.List(ctx, prefix, func(key string, size int64) error {
+			if key != own && size <= maxMarkerSize && len(listed) < 64 {
+				listed = append(listed, key)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the name markers under %q: %w", prefix, err)
+	}
+	return listed, nil
+}
+
+// predecessorCandidate is a state item of the partition under earlier names.
+type predecessorCandidate struct {
+	st   state.State
+	from nameMarker
+}
+
+// candidates reads the name markers at keys and the state items of the
+// names they list, and which of those names a later item was carried
+// over from (superseded).
+func (rn *renames) candidates(ctx context.Context, markerKeys []string) ([]predecessorCandidate, map[[2]string]bool, error) {
+	var candidates []predecessorCandidate
+	superseded := map[[2]string]bool{}
+	t, bp := rn.p.topic, rn.p.bp
+	for _, key := range markerKeys {
+		var body []byte
+		if err := rn.l.await(ctx, func(ctx context.Context) (err error) {
+			body, err = rn.p.r.Objects.Get(ctx, key)
+			return err
+		}); err != nil {
+			return nil, nil, fmt.Errorf("read the name marker %s: %w", key, err)
+		}
+		var m nameMarker
+		if json.Unmarshal(body, &m) != nil || m.Partition != bp.ID || m.StreamID != t.StreamID || m.TopicID != t.TopicID ||
+			(m.Stream == bp.Stream && m.Topic == bp.Topic) {
+			continue // not the sink's, or this partition's own names
+		}
+		skey := state.Key{Group: t.Group, Stream: m.Stream, Topic: m.Topic, Partition: bp.ID}
+		sctx, cancel := rn.p.stateCtx(ctx)
+		old, ok, err := rn.p.r.State.Get(sctx, skey)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the state of %s (the partition's earlier names): %w", skey, err)
+		}
+		if !ok || old.Incarnation == 0 {
+			continue
+		}
+		if old.CarriedFromStream != "" {
+			superseded[[2]string{old.CarriedFromStream, old.CarriedFromTopic}] = true
+		}
+		candidates = append(candidates, predecessorCandidate{old, m})
+	}
+	return candidates, superseded, nil
 }
 
 // position orders states by how far they archived.
@@ -203,7 +253,7 @@ func position(s state.State) uint64 {
 // it) a group offset in range, as in recreated: a rename keeps the group,
 // a topic created anew under the ids comes with a new one. Ids are reused
 // after a deletion, so without that evidence nothing is carried over.
-func (c *committer) stateIsLive(ctx context.Context, s state.State, cur uint64) (bool, error) {
+func (rn *renames) stateIsLive(ctx context.Context, s state.State, cur uint64) (bool, error) {
 	if exactIdentity(cur) && exactIdentity(s.Incarnation) {
 		return cur == s.Incarnation, nil
 	}
@@ -216,11 +266,11 @@ func (c *committer) stateIsLive(ctx context.Context, s state.State, cur uint64) 
 	} else if !s.HasWritten {
 		ts = 0
 	}
-	groupVouches := s.HasWritten && c.hasStored && c.stored <= c.p.info.CurrentOffset
+	groupVouches := s.HasWritten && rn.group.inRange()
 	if ts == 0 {
 		return groupVouches, nil // nothing recorded to look for (a carried or adopted position)
 	}
-	m, err := c.messageAt(ctx, off, "its earlier names' state could be checked")
+	m, err := rn.p.messageAt(ctx, off, "its earlier names' state could be checked")
 	if err != nil {
 		return false, err
 	}

@@ -38,22 +38,22 @@ type errorLines struct {
 // so that an object of any size is written with bounded memory. A format
 // that needs the messages twice (Parquet: its schema comes first) reads
 // the range twice.
-func (c *committer) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, errorLines, error) {
+func (ow *objectWriter) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, errorLines, error) {
 	var el errorLines
-	res, err := c.p.r.Objects.Stream(ctx, c.object(key), func(dst io.Writer) error {
-		ow, err := batch.NewObjectWriter(dst, c.enc, c.p.r.Options.Compression)
+	res, err := ow.p.r.Objects.Stream(ctx, ow.object(key), func(dst io.Writer) error {
+		bw, err := batch.NewObjectWriter(dst, ow.enc, ow.p.r.Options.Compression)
 		if err != nil {
 			return err
 		}
-		ow.KeepErrors(max(c.p.r.Options.KeepLimit, 1))
-		if err := c.passes(ctx, ow, first, last); err != nil {
+		bw.KeepErrors(max(ow.p.r.Options.KeepLimit, 1))
+		if err := ow.passes(ctx, bw, first, last); err != nil {
 			return err
 		}
-		if err := ow.Close(); err != nil {
+		if err := bw.Close(); err != nil {
 			return err
 		}
-		el.rejected, el.invalid = ow.Rejected(), ow.InvalidPayloads()
-		el.body, el.kept = ow.ErrorBytes()
+		el.rejected, el.invalid = bw.Rejected(), bw.InvalidPayloads()
+		el.body, el.kept = bw.ErrorBytes()
 		return nil
 	})
 	return res, el, err
@@ -61,32 +61,32 @@ func (c *committer) stream(ctx context.Context, key string, first, last uint64) 
 
 // streamErrors renders first..last for its error object alone and streams
 // that to key; nothing is written when no record is rejected.
-func (c *committer) streamErrors(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
+func (ow *objectWriter) streamErrors(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
 	obj := errorsObject(key)
 	obj.OmitEmpty = true
-	return c.p.r.Objects.Stream(ctx, obj, func(dst io.Writer) error {
-		ow, err := batch.NewObjectWriter(io.Discard, c.enc, batch.CompressionNone)
+	return ow.p.r.Objects.Stream(ctx, obj, func(dst io.Writer) error {
+		bw, err := batch.NewObjectWriter(io.Discard, ow.enc, batch.CompressionNone)
 		if err != nil {
 			return err
 		}
-		ow.StreamErrors(dst)
-		if err := c.passes(ctx, ow, first, last); err != nil {
+		bw.StreamErrors(dst)
+		if err := ow.passes(ctx, bw, first, last); err != nil {
 			return err
 		}
-		return ow.Close()
+		return bw.Close()
 	})
 }
 
-// passes gives ow the range as many times as its format needs: Observe
+// passes gives bw the range as many times as its format needs: Observe
 // on every pass but the last, Write on the last.
-func (c *committer) passes(ctx context.Context, ow *batch.ObjectWriter, first, last uint64) error {
-	n := ow.Passes()
+func (ow *objectWriter) passes(ctx context.Context, bw *batch.ObjectWriter, first, last uint64) error {
+	n := bw.Passes()
 	for pass := 1; pass <= n; pass++ {
-		fn := ow.Write
+		fn := bw.Write
 		if pass < n {
-			fn = ow.Observe
+			fn = bw.Observe
 		}
-		if err := c.render(ctx, first, last, pass == n, fn); err != nil {
+		if err := ow.render(ctx, first, last, pass == n, fn); err != nil {
 			return err
 		}
 	}
@@ -95,8 +95,8 @@ func (c *committer) passes(ctx context.Context, ow *batch.ObjectWriter, first, l
 
 // render reads exactly first..last and hands each message to fn in order;
 // writing says the pass writes the object (StepMidUpload is its hook point).
-func (c *committer) render(ctx context.Context, first, last uint64, writing bool, fn func(*batch.Message) error) error {
-	p := c.p
+func (ow *objectWriter) render(ctx context.Context, first, last uint64, writing bool, fn func(*batch.Message) error) error {
+	p := ow.p
 	next := first
 	var buf []batch.Message
 	midDone := !writing
@@ -131,7 +131,7 @@ func (c *committer) render(ctx context.Context, first, last uint64, writing bool
 			if err := fn(m); err != nil {
 				return err
 			}
-			c.renderedTS = m.Timestamp
+			ow.renderedTS = m.Timestamp
 			next++
 		}
 		if !midDone {

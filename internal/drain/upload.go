@@ -3,10 +3,8 @@ package drain
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -14,44 +12,41 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
-// Why offsets are missing, as gap markers say it: a cause for the audit
-// and a reason for people.
-const (
-	CauseRetention = "retention"
-	CauseIggyHole  = "iggy_hole"
-	CauseRecreated = "recreated"
-	// CauseSkipped: the consumer group's offset was moved past offsets the
-	// sink had not archived (an operator's choice); nothing was lost by
-	// the sink, and the audit accepts the marker.
-	CauseSkipped = "skipped"
-	// CauseTooLarge: a message larger than max_poll_bytes, reported with
-	// its offset instead of archived.
-	CauseTooLarge = "too_large"
-)
-
-var gapReasons = map[string]string{
-	CauseRetention: "deleted by Iggy (retention) before the sink read it",
-	CauseIggyHole:  "never written: Iggy's offsets skip these numbers (a server recovery can leave such a hole); no message is missing",
-	CauseRecreated: "deleted with the partition (it was re-created) before the sink wrote it",
-	CauseSkipped:   "passed over: the consumer group's offset was moved past them before the sink archived them",
-	CauseTooLarge:  "not archived: larger than max_poll_bytes, what one poll may take in; read it from Iggy by its offset",
+// objectWriter puts an object under the key its intent recorded: a
+// marker, a data object built in memory (begun early, beside the write of
+// its intent), or a range re-read from Iggy and streamed; with its error
+// object first when records were rejected to one. It writes the state only
+// to move a voided key's intent to its next revision.
+type objectWriter struct {
+	p     *partition
+	l     *lease
+	ps    *PartitionSummary
+	marks *markers
+	enc   *batch.Encoder // re-renders ranges (streamed objects, recovery)
+	zbufs chan []byte    // compression buffers kept for the uploads that may overlap (two)
+	// renderedTS is the server time of the last message render read.
+	renderedTS uint64
 }
 
-// gapCause tells why offsets up to last are missing: the partition's
-// first message left is after them (retention deletes the oldest first),
-// or it is before them and they were never written (a hole the server left).
-// It asks the server, so it is called while the partition is this run's,
-// when the gap is found; the marker's key then carries the answer (a hole
-// marker or a gap marker), and a recovery reads it from there.
-func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
-	first, _, err := p.conn.Poll(ctx, p.topic, p.info.ID, 0, 1, nil)
-	if err != nil {
-		return "", fmt.Errorf("find the partition's first message, to tell a retention gap from a hole: %w", err)
+// intentFor is the intent that records s: its range and its key.
+func (ow *objectWriter) intentFor(s *sealed) state.Intent {
+	names := ow.l.names
+	key := names.Object(s.first, s.last, s.ts)
+	switch {
+	case s.gap && s.cause == CauseIggyHole:
+		key = names.Hole(s.first, s.last, s.ts)
+	case s.gap && s.cause == CauseTooLarge:
+		key = names.TooLarge(s.first, s.last, s.ts)
+	case s.gap && s.cause == CauseSkipped:
+		key = names.Skip(s.first, s.last, s.ts)
+	case s.gap:
+		key = names.Gap(s.first, s.last, s.ts)
 	}
-	if len(first) > 0 && first[0].Offset <= last {
-		return CauseIggyHole, nil
+	in := state.Intent{First: s.first, Last: s.last, ObjectKey: key}
+	if !s.gap {
+		in.FirstTimestamp = s.ts
 	}
-	return CauseRetention, nil
+	return in
 }
 
 // upload writes s under its intent's key, create-only, keeping the lease
@@ -62,14 +57,14 @@ func (p *partition) gapCause(ctx context.Context, last uint64) (string, error) {
 // create-only too: both are pure functions of the range, so a crash
 // anywhere before the state records the object makes recovery write the
 // same bytes again.
-func (c *committer) upload(ctx context.Context, s *sealed) (Written, error) {
+func (ow *objectWriter) upload(ctx context.Context, s *sealed) (Written, error) {
 	defer s.giveBack(nil)
 	for revisions := 0; ; revisions++ {
-		w, err := c.uploadOnce(ctx, s)
+		w, err := ow.uploadOnce(ctx, s)
 		if !errors.Is(err, errBurnt) || revisions == maxRevisions {
 			return w, err
 		}
-		if err := c.nextRevision(ctx); err != nil {
+		if err := ow.nextRevision(ctx); err != nil {
 			return w, err
 		}
 	}
@@ -86,77 +81,33 @@ const maxRevisions = 100
 // other bytes holds the same offsets and is kept — unless it is the fence
 // of a voided key (errBurnt): a voided key is never reused (issue 21, item
 // 3), since the fence holds no records.
-func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) {
-	// Read before the upload starts: lease renewals write c.st beside it.
-	key, ts := c.st.Intent.ObjectKey, c.st.Intent.FirstTimestamp
+func (ow *objectWriter) uploadOnce(ctx context.Context, s *sealed) (Written, error) {
+	// Read before the upload starts: lease renewals write the state beside it.
+	key, ts := ow.l.st.Intent.ObjectKey, ow.l.st.Intent.FirstTimestamp
 	w := Written{Key: key, First: s.first, Last: s.last, Gap: s.gap}
 	if s.gap {
 		w.Cause = gapCauseOf(key)
-	}
-	switch {
-	case w.Cause == CauseIggyHole:
-		c.p.log.Info("gap marker: Iggy's offsets skip these numbers (nothing is missing)", "first", s.first, "last", s.last, "marker", key)
-	case w.Cause == CauseTooLarge:
-		c.p.log.Warn("too-large marker: a message larger than max_poll_bytes is reported with its offset, not archived", "first", s.first, "last", s.last, "marker", key)
-	case w.Cause == CauseSkipped:
-		c.p.log.Warn("skip marker: the consumer group was moved past offsets the sink had not archived; they are passed over", "first", s.first, "last", s.last, "marker", key)
-	case s.gap:
-		c.p.log.Warn("gap: Iggy deleted messages before the sink read them", "first", s.first, "last", s.last, "marker", key, "cause", w.Cause)
-	default:
+		ow.logMarker(s, key, w.Cause)
+	} else {
 		w.Messages = s.last - s.first + 1
 	}
 	var res s3store.Result
-	err := c.await(ctx, func(ctx context.Context) error {
-		if s.gap {
-			var err error
-			res, err = c.putGapMarker(ctx, key, s.first, s.last, w.Cause)
-			return err
-		}
-		var el errorLines
-		var err error
-		if e := s.early; e != nil && e.key == key {
-			s.early = nil
-			res, el, err = e.wait(ctx)
-		} else {
-			s.early.abandon(errors.New("the object's key changed")) // never: both come from its intent
-			s.early = nil
-			res, el, err = c.writeData(ctx, key, ts, s)
-		}
-		c.ps.Conflicts += el.conflicts
-		if s.acc == nil && err == nil {
-			// Recovery re-rendered it: no reader of this run saw these
-			// records. Counted once the render completed (a retry renders
-			// again).
-			c.ps.InvalidPayloads += el.invalid
-		}
+	err := ow.l.await(ctx, func(ctx context.Context) (err error) {
+		res, err = ow.transfer(ctx, s, key, ts, w.Cause)
 		return err
 	})
-	c.ps.Retries += uint64(res.Retries)
+	ow.ps.Retries += uint64(res.Retries)
 	w.Bytes, w.Existed = uint64(res.Bytes), res.Existed
 	var ce *s3store.ConflictError
-	if conflict := errors.As(err, &ce); (conflict || (err == nil && res.Existed)) && !s.gap {
-		// An object already at the key may be a void's fence: then the
-		// key is burnt, even when this rendering is empty too (every
-		// record rejected), or when the void died before its marker.
-		mk, _ := keys.VoidMarker(key)
-		_, voided, herr := c.p.r.Objects.Head(ctx, mk)
-		if herr != nil {
-			return w, fmt.Errorf("%s already exists; looking for its void marker: %w", key, herr)
-		}
-		if !voided && conflict && c.isFence(key, ce.ExistingSize) {
-			c.p.log.Warn("an empty object of the format fences the key without its void marker (a run died voiding it): the marker is written now", "key", key, "marker", mk)
-			if _, err := c.putMarker(ctx, mk, marker{Voided: key, Reason: voidReason}); err != nil && !errors.Is(err, s3store.ErrConflict) {
-				return w, err
-			}
-			voided = true
-		}
-		if voided {
-			return w, fmt.Errorf("%w: %s", errBurnt, key)
+	conflict := errors.As(err, &ce)
+	if (conflict || (err == nil && res.Existed)) && !s.gap {
+		if err := ow.refuseBurnt(ctx, key, ce); err != nil {
+			return w, err
 		}
 	}
-	if errors.As(err, &ce) {
-		c.ps.Conflicts++
-		c.p.log.Warn("the object already exists with other bytes; kept as it is (same offsets, rendered by another configuration or run)",
+	if conflict {
+		ow.ps.Conflicts++
+		ow.p.log.Warn("the object already exists with other bytes; kept as it is (same offsets, rendered by another configuration or run)",
 			"key", key, "stored_bytes", ce.ExistingSize, "rendered_bytes", ce.SentSize)
 		w.Bytes, w.Existed = uint64(ce.ExistingSize), true
 		return w, nil
@@ -164,26 +115,92 @@ func (c *committer) uploadOnce(ctx context.Context, s *sealed) (Written, error) 
 	return w, err
 }
 
+// logMarker says what a marker about to be written reports.
+func (ow *objectWriter) logMarker(s *sealed, key, cause string) {
+	switch cause {
+	case CauseIggyHole:
+		ow.p.log.Info("gap marker: Iggy's offsets skip these numbers (nothing is missing)", "first", s.first, "last", s.last, "marker", key)
+	case CauseTooLarge:
+		ow.p.log.Warn("too-large marker: a message larger than max_poll_bytes is reported with its offset, not archived", "first", s.first, "last", s.last, "marker", key)
+	case CauseSkipped:
+		ow.p.log.Warn("skip marker: the consumer group was moved past offsets the sink had not archived; they are passed over", "first", s.first, "last", s.last, "marker", key)
+	default:
+		ow.p.log.Warn("gap: Iggy deleted messages before the sink read them", "first", s.first, "last", s.last, "marker", key, "cause", cause)
+	}
+}
+
+// transfer puts s's marker, or its data object: the early upload's
+// outcome when s went early, else written now. It runs beside the lease
+// renewals, so it reads nothing of the state.
+func (ow *objectWriter) transfer(ctx context.Context, s *sealed, key string, ts uint64, cause string) (s3store.Result, error) {
+	if s.gap {
+		return ow.marks.putGapMarker(ctx, key, s.first, s.last, cause)
+	}
+	var res s3store.Result
+	var el errorLines
+	var err error
+	if e := s.early; e != nil && e.key == key {
+		s.early = nil
+		res, el, err = e.wait(ctx)
+	} else {
+		s.early.abandon(errors.New("the object's key changed")) // never: both come from its intent
+		s.early = nil
+		res, el, err = ow.writeData(ctx, key, ts, s)
+	}
+	ow.ps.Conflicts += el.conflicts
+	if s.acc == nil && err == nil {
+		// Recovery re-rendered it: no reader of this run saw these
+		// records. Counted once the render completed (a retry renders
+		// again).
+		ow.ps.InvalidPayloads += el.invalid
+	}
+	return res, err
+}
+
+// refuseBurnt returns errBurnt when the object already at key (ce, when it
+// holds other bytes) is a void's fence: then the key is burnt, even when
+// this rendering is empty too (every record rejected), or when the void
+// died before its marker (the marker is written now).
+func (ow *objectWriter) refuseBurnt(ctx context.Context, key string, ce *s3store.ConflictError) error {
+	mk, _ := keys.VoidMarker(key)
+	_, voided, err := ow.p.r.Objects.Head(ctx, mk)
+	if err != nil {
+		return fmt.Errorf("%s already exists; looking for its void marker: %w", key, err)
+	}
+	if !voided && ce != nil && isFence(key, ce.ExistingSize) {
+		ow.p.log.Warn("an empty object of the format fences the key without its void marker (a run died voiding it): the marker is written now", "key", key, "marker", mk)
+		if _, err := ow.marks.putMarker(ctx, mk, marker{Voided: key, Reason: voidReason}); err != nil && !errors.Is(err, s3store.ErrConflict) {
+			return err
+		}
+		voided = true
+	}
+	if voided {
+		return fmt.Errorf("%w: %s", errBurnt, key)
+	}
+	return nil
+}
+
 // nextRevision moves the unfinished intent to the next revision of its
 // key: the intent is abandoned and recorded again, two writes (a crash in
 // between reads the range again, renders it to the voided key and comes
 // back here).
-func (c *committer) nextRevision(ctx context.Context) error {
-	in := *c.st.Intent
+func (ow *objectWriter) nextRevision(ctx context.Context) error {
+	in := *ow.l.st.Intent
 	next, ok := keys.NextRevision(in.ObjectKey)
 	if !ok {
 		return fmt.Errorf("%w: %s has no next revision", errBurnt, in.ObjectKey)
 	}
-	c.p.log.Warn("the object's key was voided earlier and is never reused: the range goes under the next revision of its name",
+	ow.p.log.Warn("the object's key was voided earlier and is never reused: the range goes under the next revision of its name",
 		"key", in.ObjectKey, "revision", next, "first", in.First, "last", in.Last)
-	if err := c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.Abandon(ctx, st, c.p.r.Options.Lease)
+	lease := ow.p.r.Options.Lease
+	if err := ow.l.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return ow.p.r.State.Abandon(ctx, st, lease)
 	}); err != nil {
 		return err
 	}
 	in.ObjectKey = next
-	return c.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
-		return c.p.r.State.SetIntent(ctx, st, in, c.p.r.Options.Lease)
+	return ow.l.write(ctx, "", func(ctx context.Context, st state.State) (state.State, error) {
+		return ow.p.r.State.SetIntent(ctx, st, in, lease)
 	})
 }
 
@@ -194,25 +211,41 @@ func (c *committer) nextRevision(ctx context.Context) error {
 // that cannot render the range again (retention, a format change) keeps a
 // data object it finds as it is (issue 21, item 8). An error object that
 // already holds other bytes is kept and reported, like a data object.
-func (c *committer) writeData(ctx context.Context, key string, ts uint64, s *sealed) (s3store.Result, errorLines, error) {
+func (ow *objectWriter) writeData(ctx context.Context, key string, ts uint64, s *sealed) (s3store.Result, errorLines, error) {
 	if s.acc == nil || s.acc.Spilled() {
-		if err := c.streamErrorsFirst(ctx, key, ts, s); err != nil {
+		if err := ow.streamErrorsFirst(ctx, key, ts, s); err != nil {
 			return s3store.Result{}, errorLines{}, err
 		}
-		return c.stream(ctx, key, s.first, s.last)
+		return ow.stream(ctx, key, s.first, s.last)
 	}
-	if err := c.p.hook(StepMidUpload); err != nil {
+	if err := ow.p.hook(StepMidUpload); err != nil {
 		return s3store.Result{}, errorLines{}, err
 	}
-	return c.renderAndPut(ctx, key, ts, s, nil)
+	return ow.renderAndPut(ctx, key, ts, s, nil)
+}
+
+// startEarly begins s's upload under the key of its intent, held at a
+// gate; nil when s does not go early.
+func (ow *objectWriter) startEarly(ctx context.Context, s *sealed) *early {
+	if s.gap || s.acc == nil || s.acc.Spilled() {
+		return nil
+	}
+	in := ow.intentFor(s)
+	ectx, cancel := context.WithCancelCause(ctx)
+	e := &early{key: in.ObjectKey, gate: s3store.NewGate(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.res, e.el, e.err = ow.renderAndPut(ectx, in.ObjectKey, in.FirstTimestamp, s, e.gate)
+	}()
+	return e
 }
 
 // renderAndPut renders s, built in memory, and writes its error object
 // (if records were rejected) and its data object, both held at gate when
-// there is one. It touches nothing of the committer but its compression
-// buffers, so it may run beside the committer's state write and beside
-// the upload of the object before (early).
-func (c *committer) renderAndPut(ctx context.Context, key string, ts uint64, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
+// there is one. It touches nothing of the writer but its compression
+// buffers, so it may run beside the state write and beside the upload of
+// the object before (early).
+func (ow *objectWriter) renderAndPut(ctx context.Context, key string, ts uint64, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
 	data, errs, err := s.acc.Render()
 	if err != nil {
 		return s3store.Result{}, errorLines{}, err
@@ -220,18 +253,18 @@ func (c *committer) renderAndPut(ctx context.Context, key string, ts uint64, s *
 	el := errorLines{body: errs, kept: true}
 	if len(errs) > 0 {
 		el.rejected = bytes.Count(errs, []byte{'\n'})
-		ekey, err := c.errorsKey(key, ts, s)
+		ekey, err := ow.errorsKey(key, ts, s)
 		if err != nil {
 			return s3store.Result{}, el, err
 		}
 		obj := errorsObject(ekey)
 		obj.Gate = gate
-		_, err = c.p.r.Objects.Put(ctx, obj, errs)
-		if err := c.errorsWritten(&el.conflicts, ekey, key, el.rejected, err); err != nil {
+		_, err = ow.p.r.Objects.Put(ctx, obj, errs)
+		if err := ow.errorsWritten(&el.conflicts, ekey, key, el.rejected, err); err != nil {
 			return s3store.Result{}, el, err
 		}
 	}
-	res, err := c.put(ctx, key, data, gate)
+	res, err := ow.put(ctx, key, data, gate)
 	return res, el, err
 }
 
@@ -239,33 +272,27 @@ func (c *committer) renderAndPut(ctx context.Context, key string, ts uint64, s *
 // before it, by a render of its own that writes only the rejected records
 // (nothing when there are none). Only under invalid_payload =
 // "error_object": the error prefix is configured then.
-func (c *committer) streamErrorsFirst(ctx context.Context, dataKey string, ts uint64, s *sealed) error {
-	if !c.errorObjects() {
+func (ow *objectWriter) streamErrorsFirst(ctx context.Context, dataKey string, ts uint64, s *sealed) error {
+	if !ow.p.errorObjects() {
 		return nil
 	}
-	ekey, err := c.errorsKey(dataKey, ts, s)
+	ekey, err := ow.errorsKey(dataKey, ts, s)
 	if err != nil {
 		return err
 	}
-	res, err := c.streamErrors(ctx, ekey, s.first, s.last)
+	res, err := ow.streamErrors(ctx, ekey, s.first, s.last)
 	if res.Bytes == 0 && err == nil {
 		return nil
 	}
-	return c.errorsWritten(&c.ps.Conflicts, ekey, dataKey, -1, err)
-}
-
-// errorObjects reports whether rejected records go to error objects
-// (invalid_payload = "error_object").
-func (c *committer) errorObjects() bool {
-	return c.p.r.Options.Records.InvalidPayload == batch.InvalidErrorObject
+	return ow.errorsWritten(&ow.ps.Conflicts, ekey, dataKey, -1, err)
 }
 
 // errorsKey is the key of the error object of the data object at dataKey,
 // whose first message has server time ts.
-func (c *committer) errorsKey(dataKey string, ts uint64, s *sealed) (string, error) {
-	key, ok := c.p.r.Options.Names.ErrorsKey(dataKey)
+func (ow *objectWriter) errorsKey(dataKey string, ts uint64, s *sealed) (string, error) {
+	key, ok := ow.p.r.Options.Names.ErrorsKey(dataKey)
 	if !ok {
-		key = c.names.Errors(s.first, s.last, ts)
+		key = ow.l.names.Errors(s.first, s.last, ts)
 	}
 	if key == "" {
 		return "", fmt.Errorf("records of %s were rejected to an error object, but no error prefix is configured (drain.Options.Names needs WithErrors)", dataKey)
@@ -276,7 +303,7 @@ func (c *committer) errorsKey(dataKey string, ts uint64, s *sealed) (string, err
 // errorsWritten settles the write of an error object: a conflict (other
 // bytes already there, rendered by another configuration) is kept and
 // reported (counted in conflicts); records < 0 means not counted.
-func (c *committer) errorsWritten(conflicts *uint64, key, dataKey string, records int, err error) error {
+func (ow *objectWriter) errorsWritten(conflicts *uint64, key, dataKey string, records int, err error) error {
 	var ce *s3store.ConflictError
 	if errors.As(err, &ce) && ce.ExistingSize == 0 {
 		// The empty error object a void leaves: the data key is burnt
@@ -285,7 +312,7 @@ func (c *committer) errorsWritten(conflicts *uint64, key, dataKey string, record
 	}
 	if errors.As(err, &ce) {
 		*conflicts++
-		c.p.log.Warn("the error object already exists with other bytes; kept as it is (rendered by another configuration)",
+		ow.p.log.Warn("the error object already exists with other bytes; kept as it is (rendered by another configuration)",
 			"key", key, "stored_bytes", ce.ExistingSize, "rendered_bytes", ce.SentSize)
 		return nil
 	}
@@ -294,34 +321,29 @@ func (c *committer) errorsWritten(conflicts *uint64, key, dataKey string, record
 		if records >= 0 {
 			attrs = append(attrs, "records", records)
 		}
-		c.p.log.Info("records that could not be written went to an error object", attrs...)
+		ow.p.log.Info("records that could not be written went to an error object", attrs...)
 	}
 	return err
 }
 
-// errorsObject is how error objects are stored: JSON Lines, never compressed.
-func errorsObject(key string) s3store.Object {
-	return s3store.Object{Key: key, ContentType: batch.FormatJSONLines.ContentType()}
-}
-
-func (c *committer) object(key string) s3store.Object {
-	o := &c.p.r.Options
+func (ow *objectWriter) object(key string) s3store.Object {
+	o := &ow.p.r.Options
 	return s3store.Object{Key: key, ContentType: o.Records.Format.ContentType(), ContentEncoding: o.Compression.ContentEncoding()}
 }
 
 // put writes body, compressed when the configuration says so, under key.
 // Two puts may run at once (an object's upload and the next one's, held
 // at its gate), so each compresses into a buffer of its own.
-func (c *committer) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
-	if z := c.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
+func (ow *objectWriter) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
+	if z := ow.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
 		var zbuf []byte
 		select {
-		case zbuf = <-c.zbufs:
+		case zbuf = <-ow.zbufs:
 		default:
 		}
 		defer func() {
 			select {
-			case c.zbufs <- zbuf:
+			case ow.zbufs <- zbuf:
 			default:
 			}
 		}()
@@ -331,137 +353,7 @@ func (c *committer) put(ctx context.Context, key string, body []byte, gate *s3st
 		}
 		body = zbuf
 	}
-	obj := c.object(key)
+	obj := ow.object(key)
 	obj.Gate = gate
-	return c.p.r.Objects.Put(ctx, obj, body)
-}
-
-// marker is the body of a gap or void marker: a pure function of its
-// range, so a repeated write meets the same bytes.
-type marker struct {
-	Stream       string `json:"stream"`
-	Topic        string `json:"topic"`
-	Partition    uint32 `json:"partition"`
-	FirstMissing uint64 `json:"first_missing,omitempty"`
-	LastMissing  uint64 `json:"last_missing,omitempty"`
-	Voided       string `json:"voided,omitempty"`
-	// Cause is one of the Cause constants (gap markers only).
-	Cause  string `json:"cause,omitempty"`
-	Reason string `json:"reason"`
-}
-
-func (c *committer) putMarker(ctx context.Context, key string, m marker) (s3store.Result, error) {
-	m.Stream, m.Topic, m.Partition = c.p.bp.Stream, c.p.bp.Topic, c.p.bp.ID
-	body, err := json.Marshal(m)
-	if err != nil {
-		return s3store.Result{}, err
-	}
-	return c.p.r.Objects.Put(ctx, s3store.Object{Key: key, ContentType: "application/json"}, body)
-}
-
-func (c *committer) putGapMarker(ctx context.Context, key string, first, last uint64, cause string) (s3store.Result, error) {
-	return c.putMarker(ctx, key, marker{FirstMissing: first, LastMissing: last, Cause: cause, Reason: gapReasons[cause]})
-}
-
-// void fences the key of an intent that will not be written: an empty
-// object of its format goes there create-only, so a stalled writer can
-// never still put the old object under it, and a void marker next to it
-// tells readers and the audit that the key covers no offsets. If the key
-// already holds an object, that object is the intent's, complete: exists.
-func (c *committer) void(ctx context.Context, in state.Intent) (size int64, exists bool, err error) {
-	n, _ := keys.ParseName(in.ObjectKey)
-	body, ok := batch.EmptyObject(n.Ext)
-	if !ok {
-		c.p.log.Warn("cannot fence an unfinished object of an unknown format; a stalled writer could still write it", "key", in.ObjectKey)
-		return 0, false, nil
-	}
-	_, err = c.p.r.Objects.Put(ctx, s3store.Object{Key: in.ObjectKey, ContentType: "application/octet-stream"}, body)
-	var ce *s3store.ConflictError
-	if errors.As(err, &ce) {
-		return ce.ExistingSize, true, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if err := c.fenceErrors(ctx, in); err != nil {
-		return 0, false, err
-	}
-	mk, _ := keys.VoidMarker(in.ObjectKey)
-	c.p.log.Warn("an unfinished object cannot be rewritten; its key is voided and its offsets read again",
-		"key", in.ObjectKey, "first", in.First, "last", in.Last, "marker", mk)
-	_, err = c.putMarker(ctx, mk, marker{Voided: in.ObjectKey, Reason: voidReason})
-	if errors.Is(err, s3store.ErrConflict) {
-		err = nil
-	}
-	return 0, false, err
-}
-
-// fenceErrors fences the error object key of a voided data key with an
-// empty error object, create-only, so that a stalled writer cannot still
-// put the records of a range that is read again (issue 21, item 9). One
-// that is already there was written by a run that died before the data
-// object (error objects go first: a data object implies its error object),
-// and the range cannot be rendered again: its records are the range's
-// next objects' too, so it is deleted and fenced. The fenced data key
-// means no data object can ever stand beside it. It is the one object the
-// sink deletes.
-func (c *committer) fenceErrors(ctx context.Context, in state.Intent) error {
-	if !c.errorObjects() {
-		return nil
-	}
-	key, ok := c.p.r.Options.Names.ErrorsKeyOf(in.ObjectKey) // the key may be an earlier format's
-	if !ok {
-		return nil
-	}
-	for attempt := 0; ; attempt++ {
-		_, err := c.p.r.Objects.Put(ctx, errorsObject(key), nil)
-		var ce *s3store.ConflictError
-		if !errors.As(err, &ce) {
-			return err
-		}
-		if attempt == 2 {
-			// A writer keeps putting it back: the next run tries again.
-			return fmt.Errorf("fence the error object %s of the voided key %s: it was written again after being deleted: %w", key, in.ObjectKey, err)
-		}
-		c.p.log.Warn("deleting the error object of an unfinished object whose key is voided: the range's next objects hold its records",
-			"key", key, "object", in.ObjectKey, "stored_bytes", ce.ExistingSize)
-		if err := c.p.r.Objects.Delete(ctx, key); err != nil {
-			return fmt.Errorf("delete the error object %s of the voided key %s (its records are the range's next objects'; s3:DeleteObject on the error prefix): %w", key, in.ObjectKey, err)
-		}
-	}
-}
-
-// voidReason is what a void marker says.
-const voidReason = "the object could not be rendered again (messages deleted, or the format changed); its offsets are in other objects or gap markers"
-
-// isFence reports whether an object of size bytes at key is a void's
-// fence: the empty object of the key's format, which no rendering of a
-// range with records is.
-func (c *committer) isFence(key string, size int64) bool {
-	n, ok := keys.ParseName(key)
-	if !ok {
-		return false
-	}
-	body, ok := batch.EmptyObject(n.Ext)
-	return ok && int64(len(body)) == size
-}
-
-// isGapKey reports a gap (or hole, or skip) marker's key.
-func isGapKey(key string) bool {
-	n, ok := keys.ParseName(key)
-	return ok && n.Gap
-}
-
-// gapCauseOf is the cause a gap marker's key carries: a hole or a skip by
-// its extension, else retention (the marker's body may say re-created).
-func gapCauseOf(key string) string {
-	switch {
-	case strings.HasSuffix(key, "."+keys.HoleExt):
-		return CauseIggyHole
-	case strings.HasSuffix(key, "."+keys.SkipExt):
-		return CauseSkipped
-	case strings.HasSuffix(key, "."+keys.TooLargeExt):
-		return CauseTooLarge
-	}
-	return CauseRetention
+	return ow.p.r.Objects.Put(ctx, obj, body)
 }

@@ -3,7 +3,7 @@
 //
 // Per partition a reader (reader.go) polls, accumulates and seals objects by
 // the rotation rules, and hands each sealed object over a channel to a
-// committer (committer.go), which runs the protocol of docs/guarantee.md as
+// committer (committer.go; drainpartition.go starts both), which runs the protocol of docs/guarantee.md as
 // stages, each a type of its own, read in this order: history.go and
 // rename.go (incarnation, generations, renames), adopt.go (objects S3 holds
 // that the state does not know), upload.go and render.go (the object

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
@@ -24,20 +23,6 @@ type history struct {
 	marks   *markers
 	writer  *objectWriter
 	renames *renames
-}
-
-// MarkedGenerations remembers, across the runs of one process, which
-// generation markers are known to be in S3, so that each is written once
-// per process rather than once per run. The zero value is ready; a nil
-// one writes (create-only) every run.
-type MarkedGenerations struct{ keys sync.Map }
-
-func (m *MarkedGenerations) has(key string) bool {
-	if m == nil {
-		return false
-	}
-	_, ok := m.keys.Load(key)
-	return ok
 }
 
 // maxMarkerSize bounds what is read of a generation marker: a bigger

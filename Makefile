@@ -169,7 +169,7 @@ aws-cli:
 IGGY_PY_PKGS := apache-iggy==0.9.0
 IGGY_PY_VENV := $(BIN)/pyiggy-$(call pins,$(IGGY_PY_PKGS))
 ## py-iggy: the released Python Iggy client (apache-iggy 0.9.0, protocol 0.11.0) in a venv under .bin/, the
-## independent 0.9 client internal/iggytest's TestPythonClient drives the broker with
+## independent 0.9 client internal/iggy/iggytest's TestPythonClient drives the broker with
 py-iggy:
 	@mkdir -p $(BIN)
 	$(call venv,$(IGGY_PY_VENV),$(IGGY_PY_PKGS),)

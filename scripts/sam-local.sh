@@ -156,7 +156,7 @@ install_tools() {
 	[[ -x $venv_py ]] && py=$venv_py
 	"$py" -c 'import boto3' 2>/dev/null || die "no Python with boto3 for the checker (make py-tools)"
 	CHECK=("$py" "$ROOT/scripts/samlocal_check.py")
-	(cd "$ROOT" && go build -o "$WORK/testbroker" ./internal/iggytest/cmd/testbroker &&
+	(cd "$ROOT" && go build -o "$WORK/testbroker" ./internal/iggy/iggytest/cmd/testbroker &&
 		go build -o "$WORK/samlocal" ./internal/testkit/samlocal) || die "building the test broker and producer failed"
 	took "tools ready (sam $(sam --version | awk '{print $NF}'), $(aws --version 2>&1 | cut -d' ' -f1))"
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/cpulimit"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )

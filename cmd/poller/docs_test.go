@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/editdist"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggyref"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/redact"
 )

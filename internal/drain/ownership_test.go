@@ -10,10 +10,10 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
 // TestOwnershipMovesMidRun: on Iggy 0.9 and 0.10 a member that joins the

@@ -12,10 +12,10 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
 )
 
 // readAheadKept is the line a run logs when a partition kept the run's

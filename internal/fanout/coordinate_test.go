@@ -15,7 +15,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fanout"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/metrics"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"

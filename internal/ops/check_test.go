@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )

@@ -14,8 +14,8 @@ import (
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
 )
 
 // BenchmarkPollThroughGuard reads 1000 messages of 1 KiB per poll, in

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 )
 

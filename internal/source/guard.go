@@ -14,8 +14,8 @@ import (
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/legacywire"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
 )
 
 // guard sits between the SDK client and the server. SDK v0.8.0 dials with

@@ -15,8 +15,8 @@ import (
 	ierror "github.com/apache/iggy/foreign/go/errors"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
 )
 
 // legacy is the Iggy 0.8 backend: the Go SDK v0.8.0 behind a guard (see

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 )
 
 // TestLoginRefusedIsTyped: a wrong password or token is ErrLoginRefused in

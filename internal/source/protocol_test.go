@@ -8,8 +8,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
 )
 
 // TestAutoFindsEachProtocol: iggy.protocol = auto against a broker that

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
 )
 
 func TestMain(m *testing.M) {

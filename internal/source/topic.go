@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
 )
 
 // ErrNotFound reports a stream or topic the sink was configured to read

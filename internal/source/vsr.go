@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggyref"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggyref"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
 )
 
 // vsrBackend is the Iggy 0.9/0.10 backend, our own client of their VSR

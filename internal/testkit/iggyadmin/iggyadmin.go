@@ -17,9 +17,9 @@ import (
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
 	ierror "github.com/apache/iggy/foreign/go/errors"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggytest"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsr"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/vsrconn"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/iggytest"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
 )
 
 // Admin drives an Iggy server for a test. *iggytest.Broker is one.

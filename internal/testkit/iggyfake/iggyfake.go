@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/legacywire"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/legacywire"
 )
 
 // Command codes tests act on (Iggy 0.8 wire protocol).

@@ -172,8 +172,12 @@ func TestRestartAfterAGapIsNoRecreation(t *testing.T) {
 			t.Fatal(err)
 		}
 		set := w.settings("gaprestart", topic)
-		set["SINK_MAX_FILE_AGE"] = "500ms" // 3..9 waits: the gap marker is recorded with no next intent
+		// 3..9 waits, however slow the machine: the gap marker is recorded
+		// with no next intent. The restart takes them by age.
+		set["SINK_MAX_FILE_AGE"] = "1h"
 		cfg := w.config(set)
+		set["SINK_MAX_FILE_AGE"] = "500ms"
+		restartCfg := w.config(set)
 		var killed atomic.Bool
 		dies := w.sink(cfg, app.Options{Hooks: crashAt(func(s drain.Step, _ batch.Partition) error {
 			if s == drain.StepStateWritten && killed.CompareAndSwap(false, true) {
@@ -194,7 +198,7 @@ func TestRestartAfterAGapIsNoRecreation(t *testing.T) {
 		br.Restart()
 		time.Sleep(cfg.Plugin.LeaseDuration + 100*time.Millisecond) // the dead run's lease
 
-		s := w.sink(cfg, app.Options{})
+		s := w.sink(restartCfg, app.Options{})
 		sum, err := s.Run(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package jsonscan
 import (
 	"encoding/binary"
 	"math/bits"
-	"unicode/utf8"
 )
 
 // DefaultMaxDepth is the nesting limit of a zero Scanner: serde_json's, the
@@ -38,8 +37,10 @@ var isHex = func() (t [256]bool) {
 	return t
 }()
 
-// Scanner validates and compacts JSON text. Its depth stack lives inside the
-// struct so that a reused Scanner never allocates.
+// Scanner validates and compacts JSON text: a whole document
+// (AppendCompact) or one value inside a larger text (AppendCompactValue,
+// ScanValue). Its depth stack lives inside the struct so that a reused
+// Scanner never allocates; it is not safe for concurrent use.
 type Scanner struct {
 	// stack holds one bit per open container: 1 = object, 0 = array.
 	stack [maxDepth/64 + 1]uint64
@@ -50,6 +51,10 @@ type Scanner struct {
 	// in Members (offsets into the compacted output), for a transformer.
 	Record  bool
 	Members []Member
+	// discard has scan append nothing (ScanValue). A field rather than a
+	// parameter: it is read only where whitespace is cut, so the common
+	// path keeps its registers.
+	discard bool
 }
 
 // Member locates one member of a top-level JSON object in the compacted
@@ -58,16 +63,91 @@ type Scanner struct {
 type Member struct{ KeyStart, KeyEnd, ValStart, ValEnd int }
 
 // AppendCompact validates src as exactly one JSON value (RFC 8259, which
-// also means UTF-8 text, and at most MaxDepth levels of nesting) and appends it to dst without insignificant whitespace; strings
-// and number texts are copied unchanged. When src has no whitespace outside
-// strings the whole value goes out in a single append.
-// On invalid input it returns dst unchanged, false, and the byte offset where
-// the input stopped being JSON.
+// also means UTF-8 text, and at most MaxDepth levels of nesting), with
+// optional whitespace around it, and appends it to dst without
+// insignificant whitespace; strings and number texts are copied unchanged.
+// When src has no whitespace outside strings the whole value goes out in a
+// single append.
+//
+// On invalid input it returns dst unchanged (its first len(dst) bytes),
+// false, and the byte offset where the input stopped being JSON: as
+// AppendCompactValue reports it, except that a \u escape the input cuts
+// short stops at len(src), and a value followed by more than whitespace
+// stops at the first byte of the excess.
 func (sc *Scanner) AppendCompact(dst, src []byte) ([]byte, bool, int) {
+	sc.Members = sc.Members[:0]
+	i := 0
+	// Whitespace is rare in producer output, so the check costs one
+	// compare in the common case.
+	if len(src) > 0 && src[0] <= ' ' {
+		i = SkipSpace(src, 0)
+	}
+	sc.discard = false
+	out, end := sc.scan(dst, src, i, sc.Record)
+	if end < 0 {
+		at := ^end
+		if cutEscape(src, at) {
+			at = len(src)
+		}
+		return out, false, at
+	}
+	if end != len(src) {
+		if j := SkipSpace(src, end); j != len(src) {
+			return out[:len(dst)], false, j
+		}
+	}
+	return out, true, 0
+}
+
+// AppendCompactValue validates the one JSON value that starts at src[i]
+// (not whitespace: see SkipSpace), nested at most MaxDepth levels counted
+// from that value, and appends it to dst without insignificant whitespace,
+// strings and number texts as written. It returns dst and the index just
+// past the value; what follows the value is not looked at.
+//
+// On invalid input it returns dst unchanged (its first len(dst) bytes) and
+// ^f, a negative number, where f is the offset of the fault: the byte
+// where a value, a member name, ':', ',' or a closing bracket was due,
+// len(src) when the input ends first, the opening bracket that nests one
+// level too deep, the first byte of a literal other than true, false or
+// null, or the fault ScanString and ScanNumber report inside a string or a
+// number. Record and Members are neither used nor changed.
+func (sc *Scanner) AppendCompactValue(dst, src []byte, i int) ([]byte, int) {
+	sc.discard = false
+	return sc.scan(dst, src, i, false)
+}
+
+// ScanValue validates the value at src[i] exactly as AppendCompactValue
+// does and returns the same index or ^fault, appending nothing.
+func (sc *Scanner) ScanValue(src []byte, i int) int {
+	sc.discard = true
+	_, end := sc.scan(nil, src, i, false)
+	return end
+}
+
+// cutEscape reports whether at, a fault scan reported in src, is that of a
+// \u escape src cuts short (AppendCompact reports it at len(src)): fewer
+// than four bytes from at on, and "\u" just before at whose backslash
+// starts an escape, being the last of an odd run of backslashes. (Outside
+// a string a backslash is itself the fault, so the run lies in the string
+// that faulted, and its first backslash starts an escape.)
+func cutEscape(src []byte, at int) bool {
+	if at+4 <= len(src) || at < 2 || src[at-1] != 'u' {
+		return false
+	}
+	k := at - 2
+	for k >= 0 && src[k] == '\\' {
+		k--
+	}
+	return (at-2-k)%2 == 1
+}
+
+// scan is AppendCompactValue, appending nothing with sc.discard and noting
+// the members of a top-level object with record.
+func (sc *Scanner) scan(dst, src []byte, i int, record bool) ([]byte, int) {
 	orig := len(dst)
 	n := len(src)
-	i := 0
-	run := 0 // start of the bytes not yet appended to dst
+	run := i // start of the bytes not yet appended to dst
 	depth := 0
 	limit := sc.MaxDepth
 	if limit <= 0 {
@@ -75,19 +155,12 @@ func (sc *Scanner) AppendCompact(dst, src []byte) ([]byte, bool, int) {
 	}
 	limit = min(limit, maxDepth)
 	var c byte
+	var k int // where a string's scan resumes
 	// Member recording: top is set when the value is an object and members
 	// are wanted; pos maps a source index to its offset in the output.
-	top := false
+	top := record && i < n && src[i] == '{'
 	var m Member
 	pos := func(i int) int { return len(dst) - orig + i - run }
-	sc.Members = sc.Members[:0]
-
-	// Whitespace is rare in producer output, so the check costs one compare
-	// per token in the common case.
-	if i < n && src[i] <= ' ' {
-		i = skipSpace(src, i)
-		run = i
-	}
 
 value:
 	if i >= n {
@@ -100,32 +173,38 @@ value:
 	switch {
 	case c == '"':
 		// Most strings are short: settle them from one word, without a call.
+		// Another resumes where the word stops being plain: ScanString
+		// starts just after the index it is given, which it does not read.
+		k = i
 		if i+9 <= n {
-			if m := special(binary.LittleEndian.Uint64(src[i+1:])); m != 0 {
-				if j := i + 1 + bits.TrailingZeros64(m)>>3; src[j] == '"' {
-					i = j + 1
-					goto afterValue
-				}
+			m := special(binary.LittleEndian.Uint64(src[i+1:]))
+			if m == 0 {
+				k = i + 8
+			} else if j := i + 1 + bits.TrailingZeros64(m)>>3; src[j] == '"' {
+				i = j + 1
+				goto afterValue
+			} else {
+				k = j - 1
 			}
 		}
-		i = scanString(src, i+1)
-		if i < 0 {
-			i = -i
+		if j, _ := ScanString(src, k); j >= 0 {
+			i = j
+		} else {
+			i = ^j
 			goto fail
 		}
 	case c == '{':
 		if depth == limit {
 			goto fail
 		}
-		if depth == 0 && sc.Record {
-			top = true
-		}
 		sc.stack[depth>>6] |= 1 << (depth & 63)
 		depth++
 		i++
 		if i < n && src[i] <= ' ' {
-			if j := skipSpace(src, i); j != i {
-				dst = append(dst, src[run:i]...)
+			if j := SkipSpace(src, i); j != i {
+				if !sc.discard {
+					dst = append(dst, src[run:i]...)
+				}
 				i, run = j, j
 			}
 		}
@@ -143,8 +222,10 @@ value:
 		depth++
 		i++
 		if i < n && src[i] <= ' ' {
-			if j := skipSpace(src, i); j != i {
-				dst = append(dst, src[run:i]...)
+			if j := SkipSpace(src, i); j != i {
+				if !sc.discard {
+					dst = append(dst, src[run:i]...)
+				}
 				i, run = j, j
 			}
 		}
@@ -155,26 +236,30 @@ value:
 		}
 		goto value
 	case c == '-' || (c >= '0' && c <= '9'):
-		i = scanNumber(src, i)
-		if i < 0 {
-			i = -i
+		if j, _ := ScanNumber(src, i); j >= 0 {
+			i = j
+		} else {
+			i = ^j
 			goto fail
 		}
 	case c == 't':
-		if n-i < 4 || string(src[i:i+4]) != "true" {
+		if j := ScanLiteral(src, i, "true"); j >= 0 {
+			i = j
+		} else {
 			goto fail
 		}
-		i += 4
 	case c == 'f':
-		if n-i < 5 || string(src[i:i+5]) != "false" {
+		if j := ScanLiteral(src, i, "false"); j >= 0 {
+			i = j
+		} else {
 			goto fail
 		}
-		i += 5
 	case c == 'n':
-		if n-i < 4 || string(src[i:i+4]) != "null" {
+		if j := ScanLiteral(src, i, "null"); j >= 0 {
+			i = j
+		} else {
 			goto fail
 		}
-		i += 4
 	default:
 		goto fail
 	}
@@ -184,18 +269,19 @@ afterValue:
 		m.ValEnd = pos(i)
 		sc.Members = append(sc.Members, m)
 	}
-	if i < n && src[i] <= ' ' {
-		if j := skipSpace(src, i); j != i {
+	if depth == 0 {
+		if !sc.discard {
 			dst = append(dst, src[run:i]...)
+		}
+		return dst, i
+	}
+	if i < n && src[i] <= ' ' {
+		if j := SkipSpace(src, i); j != i {
+			if !sc.discard {
+				dst = append(dst, src[run:i]...)
+			}
 			i, run = j, j
 		}
-	}
-	if depth == 0 {
-		if i != n {
-			goto fail
-		}
-		dst = append(dst, src[run:]...)
-		return dst, true, 0
 	}
 	if i >= n {
 		goto fail
@@ -206,8 +292,10 @@ afterValue:
 		case ',':
 			i++
 			if i < n && src[i] <= ' ' {
-				if j := skipSpace(src, i); j != i {
-					dst = append(dst, src[run:i]...)
+				if j := SkipSpace(src, i); j != i {
+					if !sc.discard {
+						dst = append(dst, src[run:i]...)
+					}
 					i, run = j, j
 				}
 			}
@@ -223,8 +311,10 @@ afterValue:
 	case ',':
 		i++
 		if i < n && src[i] <= ' ' {
-			if j := skipSpace(src, i); j != i {
-				dst = append(dst, src[run:i]...)
+			if j := SkipSpace(src, i); j != i {
+				if !sc.discard {
+					dst = append(dst, src[run:i]...)
+				}
 				i, run = j, j
 			}
 		}
@@ -243,17 +333,22 @@ key:
 	if top && depth == 1 {
 		m.KeyStart = pos(i)
 	}
+	k = i // as for a string value
 	if i+9 <= n {
-		if m := special(binary.LittleEndian.Uint64(src[i+1:])); m != 0 {
-			if j := i + 1 + bits.TrailingZeros64(m)>>3; src[j] == '"' {
-				i = j + 1
-				goto colon
-			}
+		m := special(binary.LittleEndian.Uint64(src[i+1:]))
+		if m == 0 {
+			k = i + 8
+		} else if j := i + 1 + bits.TrailingZeros64(m)>>3; src[j] == '"' {
+			i = j + 1
+			goto colon
+		} else {
+			k = j - 1
 		}
 	}
-	i = scanString(src, i+1)
-	if i < 0 {
-		i = -i
+	if j, _ := ScanString(src, k); j >= 0 {
+		i = j
+	} else {
+		i = ^j
 		goto fail
 	}
 colon:
@@ -261,8 +356,10 @@ colon:
 		m.KeyEnd = pos(i)
 	}
 	if i < n && src[i] <= ' ' {
-		if j := skipSpace(src, i); j != i {
-			dst = append(dst, src[run:i]...)
+		if j := SkipSpace(src, i); j != i {
+			if !sc.discard {
+				dst = append(dst, src[run:i]...)
+			}
 			i, run = j, j
 		}
 	}
@@ -271,146 +368,24 @@ colon:
 	}
 	i++
 	if i < n && src[i] <= ' ' {
-		if j := skipSpace(src, i); j != i {
-			dst = append(dst, src[run:i]...)
+		if j := SkipSpace(src, i); j != i {
+			if !sc.discard {
+				dst = append(dst, src[run:i]...)
+			}
 			i, run = j, j
 		}
 	}
 	goto value
 
 fail:
-	return dst[:orig], false, i
+	return dst[:orig], ^i
 }
 
-func skipSpace(src []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(src []byte, i int) int {
 	for i < len(src) && isSpace[src[i]] {
 		i++
-	}
-	return i
-}
-
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
-
-// special flags (in the lane's top bit) the bytes of w that are a quote, a
-// backslash, a control byte or non-ASCII.
-func special(w uint64) uint64 {
-	q := w ^ ('"' * lsb)
-	b := w ^ ('\\' * lsb)
-	return (w | (w - 0x20*lsb) | (q - lsb) | (b - lsb)) & msb
-}
-
-// scanString scans a string body starting just after its opening quote and
-// returns the index after the closing quote, or -(index of the fault).
-func scanString(src []byte, i int) int {
-	n := len(src)
-	for {
-		// Eight bytes at a time: a lane is flagged when it is a quote, a
-		// backslash, a control byte or non-ASCII. Borrows only run upward
-		// from a flagged lane, so the lowest flagged lane is exact.
-		for i+16 <= n {
-			m1 := special(binary.LittleEndian.Uint64(src[i:]))
-			m2 := special(binary.LittleEndian.Uint64(src[i+8:]))
-			if m1|m2 != 0 {
-				if m1 != 0 {
-					i += bits.TrailingZeros64(m1) >> 3
-				} else {
-					i += 8 + bits.TrailingZeros64(m2)>>3
-				}
-				goto slow
-			}
-			i += 16
-		}
-		if i+8 <= n {
-			if m := special(binary.LittleEndian.Uint64(src[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				goto slow
-			}
-			i += 8
-		}
-	slow:
-		for i < n && strPlain[src[i]] {
-			i++
-		}
-		if i >= n {
-			return -n
-		}
-		switch c := src[i]; {
-		case c == '"':
-			return i + 1
-		case c == '\\':
-			if i+1 >= n {
-				return -n
-			}
-			switch src[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > n {
-					return -n
-				}
-				if !isHex[src[i+2]] || !isHex[src[i+3]] || !isHex[src[i+4]] || !isHex[src[i+5]] {
-					return -(i + 2)
-				}
-				i += 6
-			default:
-				return -(i + 1)
-			}
-		case c < 0x20:
-			return -i
-		default:
-			r, size := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && size == 1 {
-				return -i
-			}
-			i += size
-		}
-	}
-}
-
-// scanNumber scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? from i
-// and returns the index after it, or -(index of the fault).
-func scanNumber(src []byte, i int) int {
-	n := len(src)
-	if src[i] == '-' {
-		i++
-	}
-	if i >= n {
-		return -n
-	}
-	switch c := src[i]; {
-	case c == '0':
-		i++
-	case c >= '1' && c <= '9':
-		i++
-		for i < n && src[i]-'0' <= 9 {
-			i++
-		}
-	default:
-		return -i
-	}
-	if i < n && src[i] == '.' {
-		i++
-		if i >= n || src[i]-'0' > 9 {
-			return -i
-		}
-		for i < n && src[i]-'0' <= 9 {
-			i++
-		}
-	}
-	if i < n && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < n && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i >= n || src[i]-'0' > 9 {
-			return -i
-		}
-		for i < n && src[i]-'0' <= 9 {
-			i++
-		}
 	}
 	return i
 }

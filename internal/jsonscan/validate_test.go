@@ -172,3 +172,115 @@ func TestDefaultDepthReadersHandle(t *testing.T) {
 		t.Errorf("refusing a deep payload allocates %.0f times", n)
 	}
 }
+
+// TestCompactValueFaults pins where AppendCompactValue and ScanValue stop,
+// and where AppendCompact, which refuses the same inputs, says the input
+// stopped being JSON: the same byte but for a \u escape the input cuts
+// short (len(src)) and what follows a complete value.
+func TestCompactValueFaults(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		i       int
+		end     int // ^fault when negative
+		compact string
+		at      int // AppendCompact's offset (-1: it accepts)
+	}{
+		{`{"a" : [1, 2] }`, 0, 15, `{"a":[1,2]}`, -1},
+		{`[1, {"b": "c d"}]tail`, 0, 17, `[1,{"b":"c d"}]`, 17},
+		{`x:[ true ,null ]`, 2, 16, `[true,null]`, 0},
+		{`"s" "t"`, 0, 3, `"s"`, 4},
+		{`-1.5e3,`, 0, 6, `-1.5e3`, 6},
+		{`nullx`, 0, 4, `null`, 4},
+		{``, 0, ^0, ``, 0},
+		{`[1,]`, 0, ^3, ``, 3},
+		{`{"a" 1}`, 0, ^5, ``, 5},
+		{`{"a":1`, 0, ^6, ``, 6},
+		{`{1:2}`, 0, ^1, ``, 1},
+		{`[tru]`, 0, ^1, ``, 1},
+		{`[01]`, 0, ^2, ``, 2},
+		{`["\u12`, 0, ^4, ``, 6},
+		{`{"\u1":1}`, 0, ^4, ``, 4},
+		{`["\\u12`, 0, ^7, ``, 7},
+		{"[\"a\x01\"]", 0, ^3, ``, 3},
+	} {
+		sc := Scanner{MaxDepth: MaxDepthLimit}
+		src := []byte(tc.in)
+		out, end := sc.AppendCompactValue([]byte("pre"), src, tc.i)
+		if end != tc.end || string(out) != "pre"+tc.compact {
+			t.Errorf("AppendCompactValue(%q, %d) = %q, %d; want %q, %d", tc.in, tc.i, out, end, "pre"+tc.compact, tc.end)
+		}
+		if got := sc.ScanValue(src, tc.i); got != tc.end {
+			t.Errorf("ScanValue(%q, %d) = %d, want %d", tc.in, tc.i, got, tc.end)
+		}
+		if tc.i != 0 {
+			continue
+		}
+		_, ok, at := sc.AppendCompact(nil, src)
+		if ok != (tc.at < 0) || ok == false && at != tc.at {
+			t.Errorf("AppendCompact(%q) = %v at %d, want at %d", tc.in, ok, at, tc.at)
+		}
+	}
+	// Depth counts from the value, wherever it starts.
+	sc := Scanner{MaxDepth: 3}
+	if end := sc.ScanValue([]byte(`[[[[[1]]]]]`), 2); end != 9 {
+		t.Errorf("depth 3 from byte 2: %d", end)
+	}
+	if end := sc.ScanValue([]byte(`[[[[[1]]]]]`), 1); end != ^4 {
+		t.Errorf("depth 4 from byte 1: %d, want ^4", end)
+	}
+}
+
+// FuzzCompactValue checks AppendCompactValue and ScanValue against
+// encoding/json and against AppendCompact: the value they accept is JSON
+// and compacts as json.Compact does; when nothing but whitespace follows it
+// AppendCompact accepts the whole input with the same output; when they
+// refuse, the input is not JSON and AppendCompact stops at the same byte
+// (or, for a \u escape cut short, at the end).
+func FuzzCompactValue(f *testing.F) {
+	for _, c := range compactCases {
+		f.Add([]byte(c))
+	}
+	f.Add([]byte(`[1,2] [3]`))
+	f.Add([]byte(`{"a":"\u12`))
+	var sc, whole Scanner
+	sc.MaxDepth = MaxDepthLimit
+	whole.MaxDepth = MaxDepthLimit
+	f.Fuzz(func(t *testing.T, src []byte) {
+		i := SkipSpace(src, 0)
+		out, end := sc.AppendCompactValue([]byte("pre"), src, i)
+		if got := sc.ScanValue(src, i); got != end {
+			t.Fatalf("%q: ScanValue = %d, AppendCompactValue = %d", src, got, end)
+		}
+		all, ok, at := whole.AppendCompact(nil, src)
+		if end < 0 {
+			if string(out) != "pre" {
+				t.Fatalf("%q: refused, but dst changed to %q", src, out)
+			}
+			if json.Valid(src) && utf8.Valid(src) {
+				t.Fatalf("%q: refused JSON", src)
+			}
+			want := ^end
+			if cutEscape(src, want) {
+				want = len(src)
+			}
+			if ok || at != want {
+				t.Fatalf("%q: fault %d, AppendCompact = %v at %d", src, ^end, ok, at)
+			}
+			return
+		}
+		v := src[i:end]
+		if !json.Valid(v) || !utf8.Valid(v) {
+			t.Fatalf("%q: accepted %q, which is not JSON", src, v)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, v); err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != "pre"+want.String() {
+			t.Fatalf("%q: compacted to %q, json.Compact gives %q", src, out[3:], want.Bytes())
+		}
+		if SkipSpace(src, end) == len(src) && (!ok || string(all) != want.String()) {
+			t.Fatalf("%q: AppendCompact = %q, %v", src, all, ok)
+		}
+	})
+}

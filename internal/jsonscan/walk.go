@@ -12,10 +12,6 @@ import (
 // user data (user data is validated by Scanner first).
 var ErrMalformed = errors.New("malformed JSON")
 
-// SkipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func SkipSpace(b []byte, i int) int { return skipSpace(b, i) }
-
 // SkipString returns the index just past the string literal starting at b[i].
 func SkipString(b []byte, i int) (int, error) {
 	// Strings in payloads are mostly short: a byte loop beats a call to
@@ -109,28 +105,40 @@ func NeedsUnquote(b []byte) bool {
 }
 
 // AppendUnquote appends the text of the JSON string literal lit (quotes
-// included, already validated) to dst. Invalid escapes, lone surrogates and
-// invalid UTF-8 become U+FFFD, as encoding/json does.
+// included) to dst: its escapes decoded, a \u escape of a lone surrogate
+// (one that is not a high surrogate followed by a \u escape of a low one)
+// as U+FFFD, as encoding/json decodes it. lit is meant to be a literal
+// ScanString (or a Scanner) accepted. Each byte of ill-formed UTF-8, which
+// encoding/json accepts in a string, becomes U+FFFD as encoding/json's
+// Unmarshal has it. Any other input decodes without a panic: an escape that
+// is not one ("\x"; a "\u" without four hex digits, whose following bytes
+// are then read as text) becomes U+FFFD, a backslash just before the
+// closing quote is dropped, and anything else is copied.
 func AppendUnquote(dst, lit []byte) []byte {
 	s := lit[1 : len(lit)-1]
-	for i := 0; i < len(s); i++ {
+	run := 0 // start of the bytes not yet appended to dst
+	for i := 0; i < len(s); {
 		c := s[i]
+		if unquotePlain[c] {
+			i++
+			continue
+		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, s[i:i+size]...)
+			if r, size := utf8.DecodeRune(s[i:]); r != utf8.RuneError || size != 1 {
+				i += size
+				continue
 			}
-			i += size - 1
+			dst = append(dst, s[run:i]...)
+			dst = append(dst, replacementChar...)
+			i++
+			run = i
 			continue
 		}
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
+		// A backslash.
+		dst = append(dst, s[run:i]...)
 		i++
 		if i >= len(s) {
+			run = i
 			break
 		}
 		switch s[i] {
@@ -149,29 +157,41 @@ func AppendUnquote(dst, lit []byte) []byte {
 		case 'u':
 			r, ok := hex4(s[i+1:])
 			if !ok {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-				continue
+				dst = append(dst, replacementChar...)
+				break
 			}
 			i += 4
 			if utf16.IsSurrogate(r) {
 				if i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
 					if r2, ok := hex4(s[i+3:]); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							dst = utf8.AppendRune(dst, dec)
+							r = dec
 							i += 6
-							continue
 						}
 					}
 				}
-				r = utf8.RuneError
+				if utf16.IsSurrogate(r) {
+					r = utf8.RuneError
+				}
 			}
 			dst = utf8.AppendRune(dst, r)
 		default:
-			dst = utf8.AppendRune(dst, utf8.RuneError)
+			dst = append(dst, replacementChar...)
 		}
+		i++ // past the escape's last byte
+		run = i
 	}
-	return dst
+	return append(dst, s[run:]...)
 }
+
+// unquotePlain marks the bytes AppendUnquote copies as they are: ASCII but
+// the backslash.
+var unquotePlain = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = c != '\\'
+	}
+	return t
+}()
 
 func hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {

@@ -3,6 +3,8 @@ package parquet
 import (
 	"errors"
 	"fmt"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // Checker tells whether a payload fits a pinned schema, deciding exactly as
@@ -14,6 +16,7 @@ import (
 type Checker struct {
 	sch   *schema
 	sh    shredder
+	sc    jsonscan.Scanner
 	marks []colMark
 }
 
@@ -32,12 +35,12 @@ func NewChecker(opts Options) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Checker{sch: sch}
+	c := &Checker{sch: sch, sc: newValueScanner()}
 	for _, l := range c.sch.leaves {
 		l.col.startChunk()
 		l.col.useDict = false // values are undone anyway: skip the hashing
 	}
-	c.sh = shredder{sch: c.sch}
+	c.sh = shredder{sch: c.sch, sc: &c.sc}
 	c.marks = make([]colMark, len(c.sch.leaves))
 	return c, nil
 }
@@ -54,7 +57,7 @@ func (c *Checker) Check(payload []byte) error {
 	for i, l := range leaves {
 		l.col.rollback(c.marks[i])
 	}
-	if err != nil && errors.Is(err, ErrSchemaMismatch) && skipValueAll(payload) < 0 {
+	if err != nil && errors.Is(err, ErrSchemaMismatch) && skipValueAll(&c.sc, payload) < 0 {
 		err = fmt.Errorf("%w (and the schema does not fit it either)", ErrInvalidJSON)
 	}
 	return err

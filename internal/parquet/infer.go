@@ -1,5 +1,7 @@
 package parquet
 
+import "github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
+
 // Type bits an inferred field collects over the object's records.
 const (
 	tNull uint8 = 1 << iota
@@ -56,6 +58,7 @@ type inferrer struct {
 	log       []change
 	kbuf      []byte
 	src       []byte
+	sc        *jsonscan.Scanner // validates the values it does not study
 }
 
 func (f *inferrer) reset() {
@@ -67,16 +70,16 @@ func (f *inferrer) reset() {
 func (f *inferrer) observe(p []byte) {
 	f.src = p
 	f.log = f.log[:0]
-	i := skipWS(p, 0)
+	i := jsonscan.SkipSpace(p, 0)
 	ok := false
 	if i < len(p) {
 		end := 0
 		if p[i] == '{' {
 			end = f.object(&f.root, i, 1)
 		} else {
-			end = skipValue(p, i)
+			end = f.sc.ScanValue(p, i)
 		}
-		ok = end >= 0 && skipWS(p, end) == len(p)
+		ok = end >= 0 && jsonscan.SkipSpace(p, end) == len(p)
 		if ok && p[i] != '{' {
 			f.nonObject = true
 		}
@@ -117,13 +120,13 @@ func (f *inferrer) value(n *inode, i, depth int) int {
 	src := f.src
 	switch c := src[i]; {
 	case c == '"':
-		end, _ := scanString(src, i)
+		end, _ := jsonscan.ScanString(src, i)
 		if end >= 0 {
 			f.set(n, tString)
 		}
 		return end
 	case c == '-' || c >= '0' && c <= '9':
-		end, isInt := scanNumber(src, i)
+		end, isInt := jsonscan.ScanNumber(src, i)
 		if end < 0 {
 			return end
 		}
@@ -136,16 +139,18 @@ func (f *inferrer) value(n *inode, i, depth int) int {
 		f.set(n, bit)
 		return end
 	case c == 't' || c == 'f':
-		end := litEnd(src, i, "true")
-		if c == 'f' {
-			end = litEnd(src, i, "false")
+		end := 0
+		if c == 't' {
+			end = jsonscan.ScanLiteral(src, i, "true")
+		} else {
+			end = jsonscan.ScanLiteral(src, i, "false")
 		}
 		if end >= 0 {
 			f.set(n, tBool)
 		}
 		return end
 	case c == 'n':
-		end := litEnd(src, i, "null")
+		end := jsonscan.ScanLiteral(src, i, "null")
 		if end >= 0 {
 			f.set(n, tNull)
 		}
@@ -160,7 +165,7 @@ func (f *inferrer) value(n *inode, i, depth int) int {
 			f.set(n, tDeep)
 		}
 		if n.conflicted() {
-			return skipValue(src, i)
+			return f.sc.ScanValue(src, i)
 		}
 		if c == '{' {
 			return f.object(n, i, depth+1)
@@ -201,7 +206,7 @@ func (f *inferrer) member(n *inode, key []byte, pos int) *inode {
 
 func (f *inferrer) object(n *inode, i, depth int) int {
 	src := f.src
-	i = skipWS(src, i+1)
+	i = jsonscan.SkipSpace(src, i+1)
 	if i < len(src) && src[i] == '}' {
 		return i + 1
 	}
@@ -209,32 +214,32 @@ func (f *inferrer) object(n *inode, i, depth int) int {
 		if i >= len(src) || src[i] != '"' {
 			return ^i
 		}
-		end, esc := scanString(src, i)
+		end, esc := jsonscan.ScanString(src, i)
 		if end < 0 {
 			return end
 		}
 		key := src[i+1 : end-1]
 		if esc {
-			f.kbuf = unescape(f.kbuf[:0], key)
+			f.kbuf = jsonscan.AppendUnquote(f.kbuf[:0], src[i:end])
 			key = f.kbuf
 		}
 		child := f.member(n, key, pos)
-		i = skipWS(src, end)
+		i = jsonscan.SkipSpace(src, end)
 		if i >= len(src) || src[i] != ':' {
 			return ^i
 		}
-		if i = skipWS(src, i+1); i >= len(src) {
+		if i = jsonscan.SkipSpace(src, i+1); i >= len(src) {
 			return ^i
 		}
 		if child == nil { // too many names: n is JSON text now
-			i = skipValue(src, i)
+			i = f.sc.ScanValue(src, i)
 		} else {
 			i = f.value(child, i, depth)
 		}
 		if i < 0 {
 			return i
 		}
-		if i = skipWS(src, i); i >= len(src) {
+		if i = jsonscan.SkipSpace(src, i); i >= len(src) {
 			return ^i
 		}
 		if src[i] == '}' {
@@ -243,13 +248,13 @@ func (f *inferrer) object(n *inode, i, depth int) int {
 		if src[i] != ',' {
 			return ^i
 		}
-		i = skipWS(src, i+1)
+		i = jsonscan.SkipSpace(src, i+1)
 	}
 }
 
 func (f *inferrer) array(n *inode, i, depth int) int {
 	src := f.src
-	i = skipWS(src, i+1)
+	i = jsonscan.SkipSpace(src, i+1)
 	if i < len(src) && src[i] == ']' {
 		return i + 1
 	}
@@ -264,7 +269,7 @@ func (f *inferrer) array(n *inode, i, depth int) int {
 		if i = f.value(n.elem, i, depth); i < 0 {
 			return i
 		}
-		if i = skipWS(src, i); i >= len(src) {
+		if i = jsonscan.SkipSpace(src, i); i >= len(src) {
 			return ^i
 		}
 		if src[i] == ']' {
@@ -273,7 +278,7 @@ func (f *inferrer) array(n *inode, i, depth int) int {
 		if src[i] != ',' {
 			return ^i
 		}
-		i = skipWS(src, i+1)
+		i = jsonscan.SkipSpace(src, i+1)
 	}
 }
 

@@ -104,6 +104,11 @@ func TestPinnedRejects(t *testing.T) {
 		{`{"level":"i"`, ErrInvalidJSON, `at byte 12 of 12`},
 		{`{"level":1,"x":}`, ErrInvalidJSON, `the schema does not fit it either`},
 		{``, ErrInvalidJSON, `at byte 0 of 0`},
+		// A \u escape the payload cuts short is refused just after the
+		// "\u" (where the JSON formats say the end of the payload), in a
+		// shredded string and in a json field's value alike.
+		{`{"level":"\u12`, ErrInvalidJSON, `at byte 12 of 14`},
+		{`{"level":"i","raw":["\u1`, ErrInvalidJSON, `at byte 23 of 24`},
 	} {
 		enc.Reset(Source{})
 		if err := enc.Begin(&strings.Builder{}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // ErrInvalidJSON is wrapped by a RecordError whose payload is not valid JSON
@@ -43,6 +45,9 @@ type shredder struct {
 	kbuf  []byte // an unescaped member name
 	sbuf  []byte // an unescaped string, or a value's compact JSON
 	xbuf  []byte // members a pinned schema does not name (payload_extra)
+
+	// sc validates (and compacts) the values the schema does not shred.
+	sc *jsonscan.Scanner
 }
 
 func (s *shredder) invalid(end int) int {
@@ -92,7 +97,7 @@ func (s *shredder) emitNull(n *node, def, rep uint8) {
 func (s *shredder) payload(p []byte) error {
 	s.src, s.err = p, nil
 	sch := s.sch
-	i := skipWS(p, 0)
+	i := jsonscan.SkipSpace(p, 0)
 	if i >= len(p) {
 		s.invalid(^i)
 		return s.err
@@ -104,7 +109,7 @@ func (s *shredder) payload(p []byte) error {
 	if i = s.object(sch.fields, i, 0); i < 0 {
 		return s.err
 	}
-	if i = skipWS(p, i); i != len(p) {
+	if i = jsonscan.SkipSpace(p, i); i != len(p) {
 		s.invalid(^i)
 		return s.err
 	}
@@ -128,12 +133,12 @@ func (s *shredder) payload(p []byte) error {
 func (s *shredder) nonObject(p []byte, i int) error {
 	sch := s.sch
 	var end int
-	s.sbuf, end = compactValue(s.sbuf[:0], p, i)
+	s.sbuf, end = s.sc.AppendCompactValue(s.sbuf[:0], p, i)
 	if end < 0 {
 		s.invalid(end)
 		return s.err
 	}
-	if end = skipWS(p, end); end != len(p) {
+	if end = jsonscan.SkipSpace(p, end); end != len(p) {
 		s.invalid(^end)
 		return s.err
 	}
@@ -156,7 +161,7 @@ func (s *shredder) value(n *node, i int, rep uint8) int {
 	src := s.src
 	c := src[i]
 	if c == 'n' {
-		if !hasLit(src, i, "null") {
+		if jsonscan.ScanLiteral(src, i, "null") < 0 {
 			return s.invalid(^i)
 		}
 		if n.kind != kindNull {
@@ -176,7 +181,7 @@ func (s *shredder) value(n *node, i int, rep uint8) int {
 		return s.boolean(n, i, rep)
 	case kindJSON:
 		var end int
-		s.sbuf, end = compactValue(s.sbuf[:0], src, i)
+		s.sbuf, end = s.sc.AppendCompactValue(s.sbuf[:0], src, i)
 		if end < 0 {
 			return s.invalid(end)
 		}
@@ -196,7 +201,7 @@ func (s *shredder) value(n *node, i int, rep uint8) int {
 		return s.array(n, i, rep)
 	}
 	// kindNull: a field seen only as null, [] or {} has no column.
-	end := skipValue(src, i)
+	end := s.sc.ScanValue(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
@@ -209,13 +214,13 @@ func (s *shredder) str(n *node, i int, rep uint8) int {
 	if src[i] != '"' {
 		return s.wrongType(n, src[i])
 	}
-	end, esc := scanString(src, i)
+	end, esc := jsonscan.ScanString(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
 	b := src[i+1 : end-1]
 	if esc {
-		s.sbuf = unescape(s.sbuf[:0], b)
+		s.sbuf = jsonscan.AppendUnquote(s.sbuf[:0], src[i:end])
 		b = s.sbuf
 	}
 	n.col.addBytes(b, n.def, rep)
@@ -224,17 +229,20 @@ func (s *shredder) str(n *node, i int, rep uint8) int {
 
 func (s *shredder) boolean(n *node, i int, rep uint8) int {
 	src := s.src
-	switch {
-	case hasLit(src, i, "true"):
-		n.col.addBool(true, n.def, rep)
-		return i + 4
-	case hasLit(src, i, "false"):
-		n.col.addBool(false, n.def, rep)
-		return i + 5
-	case src[i] == 't' || src[i] == 'f':
-		return s.invalid(^i)
+	var end int
+	switch src[i] {
+	case 't':
+		end = jsonscan.ScanLiteral(src, i, "true")
+	case 'f':
+		end = jsonscan.ScanLiteral(src, i, "false")
+	default:
+		return s.wrongType(n, src[i])
 	}
-	return s.wrongType(n, src[i])
+	if end < 0 {
+		return s.invalid(end)
+	}
+	n.col.addBool(src[i] == 't', n.def, rep)
+	return end
 }
 
 func (s *shredder) number(n *node, i int, rep uint8) int {
@@ -242,7 +250,7 @@ func (s *shredder) number(n *node, i int, rep uint8) int {
 	if c := src[i]; c != '-' && (c < '0' || c > '9') {
 		return s.wrongType(n, c)
 	}
-	end, isInt := scanNumber(src, i)
+	end, isInt := jsonscan.ScanNumber(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
@@ -272,13 +280,13 @@ func (s *shredder) timestamp(n *node, i int, rep uint8) int {
 	if src[i] != '"' {
 		return s.wrongType(n, src[i])
 	}
-	end, esc := scanString(src, i)
+	end, esc := jsonscan.ScanString(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
 	b := src[i+1 : end-1]
 	if esc {
-		s.sbuf = unescape(s.sbuf[:0], b)
+		s.sbuf = jsonscan.AppendUnquote(s.sbuf[:0], src[i:end])
 		b = s.sbuf
 	}
 	t, err := time.Parse(time.RFC3339Nano, unsafe.String(unsafe.SliceData(b), len(b)))
@@ -296,7 +304,7 @@ func (s *shredder) object(n *node, i int, rep uint8) int {
 	src := s.src
 	s.stamp++
 	st := s.stamp
-	i = skipWS(src, i+1)
+	i = jsonscan.SkipSpace(src, i+1)
 	if i < len(src) && src[i] == '}' {
 		i++
 	} else {
@@ -304,7 +312,7 @@ func (s *shredder) object(n *node, i int, rep uint8) int {
 			if i = s.member(n, i, pos, st, rep); i < 0 {
 				return -1
 			}
-			if i = skipWS(src, i); i >= len(src) {
+			if i = jsonscan.SkipSpace(src, i); i >= len(src) {
 				return s.invalid(^i)
 			}
 			if src[i] == '}' {
@@ -314,7 +322,7 @@ func (s *shredder) object(n *node, i int, rep uint8) int {
 			if src[i] != ',' {
 				return s.invalid(^i)
 			}
-			i = skipWS(src, i+1)
+			i = jsonscan.SkipSpace(src, i+1)
 		}
 	}
 	for _, c := range n.children {
@@ -335,28 +343,28 @@ func (s *shredder) member(n *node, i, pos int, st uint64, rep uint8) int {
 		return s.invalid(^i)
 	}
 	keyAt := i
-	end, esc := scanString(src, i)
+	end, esc := jsonscan.ScanString(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
 	key := src[i+1 : end-1]
 	if esc {
-		s.kbuf = unescape(s.kbuf[:0], key)
+		s.kbuf = jsonscan.AppendUnquote(s.kbuf[:0], src[i:end])
 		key = s.kbuf
 	}
 	child := n.lookup(key, pos)
-	i = skipWS(src, end)
+	i = jsonscan.SkipSpace(src, end)
 	if i >= len(src) || src[i] != ':' {
 		return s.invalid(^i)
 	}
-	if i = skipWS(src, i+1); i >= len(src) {
+	if i = jsonscan.SkipSpace(src, i+1); i >= len(src) {
 		return s.invalid(^i)
 	}
 	switch {
 	case child == nil:
 		return s.unknown(n, keyAt, end, i)
 	case child.stamp == st:
-		if i = skipValue(src, i); i < 0 {
+		if i = s.sc.ScanValue(src, i); i < 0 {
 			return s.invalid(i)
 		}
 		return i
@@ -375,7 +383,7 @@ func (s *shredder) unknown(n *node, keyAt, keyEnd, i int) int {
 		s.xbuf = append(s.xbuf, src[keyAt:keyEnd]...)
 		s.xbuf = append(s.xbuf, ':')
 		var end int
-		if s.xbuf, end = compactValue(s.xbuf, src, i); end < 0 {
+		if s.xbuf, end = s.sc.AppendCompactValue(s.xbuf, src, i); end < 0 {
 			return s.invalid(end)
 		}
 		return end
@@ -383,7 +391,7 @@ func (s *shredder) unknown(n *node, keyAt, keyEnd, i int) int {
 	if sch.inferred {
 		return s.mismatch("field %q is not in the inferred schema (was the record observed?)", n.path+"."+string(src[keyAt+1:keyEnd-1]))
 	}
-	end := skipValue(src, i)
+	end := s.sc.ScanValue(src, i)
 	if end < 0 {
 		return s.invalid(end)
 	}
@@ -395,7 +403,7 @@ func (s *shredder) unknown(n *node, keyAt, keyEnd, i int) int {
 func (s *shredder) array(n *node, i int, rep uint8) int {
 	src := s.src
 	e := n.elem
-	i = skipWS(src, i+1)
+	i = jsonscan.SkipSpace(src, i+1)
 	if i < len(src) && src[i] == ']' {
 		s.emitNull(e, n.def, rep) // present and empty
 		return i + 1
@@ -407,7 +415,7 @@ func (s *shredder) array(n *node, i int, rep uint8) int {
 		if i = s.value(e, i, r); i < 0 {
 			return -1
 		}
-		if i = skipWS(src, i); i >= len(src) {
+		if i = jsonscan.SkipSpace(src, i); i >= len(src) {
 			return s.invalid(^i)
 		}
 		if src[i] == ']' {
@@ -416,6 +424,6 @@ func (s *shredder) array(n *node, i int, rep uint8) int {
 		if src[i] != ',' {
 			return s.invalid(^i)
 		}
-		i = skipWS(src, i+1)
+		i = jsonscan.SkipSpace(src, i+1)
 	}
 }

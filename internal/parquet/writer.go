@@ -34,6 +34,7 @@ type Encoder struct {
 	inf    inferrer
 	sch    *schema
 	sh     shredder
+	sc     jsonscan.Scanner // the inferrer's and the shredder's, see newValueScanner
 	src    Source
 	stream []byte
 	topic  []byte
@@ -87,7 +88,8 @@ func NewEncoder(opts Options) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Encoder{opts: opts}
+	e := &Encoder{opts: opts, sc: newValueScanner()}
+	e.inf.sc = &e.sc
 	e.env = pageEnv{comp: comp, pageBytes: opts.PageBytes, pageRows: pageRows, dictBytes: opts.DictionaryBytes}
 	return e, nil
 }
@@ -162,7 +164,7 @@ func (e *Encoder) Begin(w io.Writer) error {
 		return err
 	}
 	e.sch = sch
-	e.sh = shredder{sch: e.sch, kbuf: e.sh.kbuf, sbuf: e.sh.sbuf, xbuf: e.sh.xbuf, stamp: e.sh.stamp}
+	e.sh = shredder{sch: e.sch, kbuf: e.sh.kbuf, sbuf: e.sh.sbuf, xbuf: e.sh.xbuf, stamp: e.sh.stamp, sc: &e.sc}
 	e.adoptColumns()
 	e.out = countWriter{w: w}
 	e.phase = phaseWrite
@@ -268,7 +270,7 @@ func (e *Encoder) Write(rec *Record) error {
 		for i, l := range leaves {
 			l.col.rollback(e.marks[i])
 		}
-		if errors.Is(err, ErrSchemaMismatch) && skipValueAll(rec.Payload) < 0 {
+		if errors.Is(err, ErrSchemaMismatch) && skipValueAll(&e.sc, rec.Payload) < 0 {
 			err = fmt.Errorf("%w (and the schema does not fit it either)", ErrInvalidJSON)
 		}
 		return &RecordError{Offset: rec.Offset, Err: err}
@@ -288,11 +290,19 @@ func (e *Encoder) Write(rec *Record) error {
 	return nil
 }
 
+// newValueScanner returns the Scanner that validates the values the
+// inferrer and the shredder do not take apart themselves: its nesting limit
+// is encoding/json's (counted from each such value), so that "valid JSON"
+// here agrees with the JSON formats' validation.
+func newValueScanner() jsonscan.Scanner {
+	return jsonscan.Scanner{MaxDepth: jsonscan.MaxDepthLimit}
+}
+
 // skipValueAll reports whether p is one valid JSON value (≥ 0) or not.
-func skipValueAll(p []byte) int {
-	i := skipWS(p, 0)
-	end := skipValue(p, i)
-	if end < 0 || skipWS(p, end) != len(p) {
+func skipValueAll(sc *jsonscan.Scanner, p []byte) int {
+	i := jsonscan.SkipSpace(p, 0)
+	end := sc.ScanValue(p, i)
+	if end < 0 || jsonscan.SkipSpace(p, end) != len(p) {
 		return -1
 	}
 	return end

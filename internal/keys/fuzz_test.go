@@ -7,7 +7,7 @@ import (
 )
 
 func FuzzParseTemplate(f *testing.F) {
-	for _, s := range []string{"{stream}/{topic}/{date}/{hour}", "dt={date}/hour={hour}", "{", "}", "{}", "{x}", "{{stream}}", "a/{timestamp}/{partition}"} {
+	for _, s := range []string{"{stream}/{topic}/{date}/{hour}", "dt={date}/hour={hour}", "{", "}", "{}", "{x}", "{{stream}}", "a/{timestamp}/{partition}", "{stream}/c={payload.country}/{date}", "{payload.a.b}/{payload.c}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -19,6 +19,23 @@ func FuzzParseTemplate(f *testing.F) {
 			t.Fatalf("String() = %q, want %q", tpl.String(), s)
 		}
 		key := NewNamer("p", tpl, "jsonl").Partition("s t", "t/u", 3).Object(4, 5, upstreamTS)
+		if tpl.HasValues() {
+			// The unit's manifest; its value objects are ValueObject's.
+			n, ok := ParseName(key)
+			if !ok || !n.Manifest || n.Partition != 3 || n.First != 4 || n.Last != 5 || n.Ext != "jsonl" {
+				t.Fatalf("ParseName(%q) = %+v %v, want the manifest of 4..5", key, n, ok)
+			}
+			pn := NewNamer("p", tpl, "jsonl").Partition("s t", "t/u", 3)
+			segs := make([]string, len(tpl.PayloadFields()))
+			for i := range segs {
+				segs[i] = string(AppendValueSegment(nil, []byte("v/"+strconv.Itoa(i)), DefaultValueSegment))
+			}
+			vk, ok := pn.ValueObject(key, upstreamTS, segs)
+			if !ok || !pn.Matcher()(vk) || !strings.HasPrefix(vk, pn.ListPrefix()) {
+				t.Fatalf("ValueObject(%q) = %q %v: not one of the partition's keys", key, vk, ok)
+			}
+			key = vk
+		}
 		p, first, last, ext, ok := ParseObjectName(key)
 		if !ok || p != 3 || first != 4 || last != 5 || ext != "jsonl" {
 			t.Fatalf("ParseObjectName(%q) = %d %d %d %q %v", key, p, first, last, ext, ok)

@@ -17,8 +17,9 @@ func appendPrefix(dst []byte, prefix string) []byte {
 	return append(dst, '/')
 }
 
-// appendRendered renders the first n segments.
-func (t *Template) appendRendered(dst []byte, stream, topic string, partition uint32, tsMicros uint64, n int) []byte {
+// appendRendered renders the first n segments for pp's partition and
+// payload values.
+func (t *Template) appendRendered(dst []byte, pp partitionPath, tsMicros uint64, n int) []byte {
 	if tsMicros > math.MaxInt64 {
 		tsMicros = math.MaxInt64 // beyond any real clock; keeps time.UnixMicro from wrapping negative
 	}
@@ -28,11 +29,13 @@ func (t *Template) appendRendered(dst []byte, stream, topic string, partition ui
 		case literal:
 			dst = append(dst, s.text...)
 		case phStream:
-			dst = appendSegment(dst, stream)
+			dst = appendSegment(dst, pp.stream)
 		case phTopic:
-			dst = appendSegment(dst, topic)
+			dst = appendSegment(dst, pp.topic)
 		case phPartition:
-			dst = strconv.AppendUint(dst, uint64(partition), 10)
+			dst = strconv.AppendUint(dst, uint64(pp.partition), 10)
+		case phPayload:
+			dst = append(dst, pp.values[s.field]...)
 		case phDate:
 			y, m, d := ts.Date()
 			dst = appendYear(dst, y)

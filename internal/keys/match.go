@@ -30,6 +30,8 @@ type atom struct {
 	digits   bool
 	min, max int
 	plus     bool
+	// segment is a payload value: one or more bytes other than '/'.
+	segment bool
 }
 
 // matcher is Matcher under prefix.
@@ -57,6 +59,8 @@ func (pp partitionPath) matcher(prefix string) func(key string) bool {
 			atoms = append(atoms, two)
 		case phTimestamp:
 			atoms = append(atoms, atom{digits: true, min: 1, max: 20})
+		case phPayload:
+			atoms = append(atoms, atom{segment: true})
 		}
 	}
 	return func(key string) bool {
@@ -93,6 +97,18 @@ func (m *atomMatch) match(from int, dir string) bool {
 func (m *atomMatch) walk(from int, dir string) bool {
 	for i := from; i < len(m.atoms); i++ {
 		a := m.atoms[i]
+		if a.segment {
+			n := strings.IndexByte(dir, '/')
+			if n < 0 {
+				n = len(dir)
+			}
+			for w := n; w >= 1; w-- {
+				if m.match(i+1, dir[w:]) {
+					return true
+				}
+			}
+			return false
+		}
 		if !a.digits {
 			if !strings.HasPrefix(dir, a.text) {
 				return false
@@ -129,20 +145,23 @@ func (m *atomMatch) walk(from int, dir string) bool {
 // listing. A template without a time field puts all of a partition's keys
 // in one folder, named by partition and first offset, so two listings
 // bound it: the data objects' and the markers' ("_"), each starting at
-// from. With a time field the folders vary, and the listing is
-// ListPrefix's, whole (ListingAt bounds one of its folders).
+// from. Under payload fields that folder is the unit folder, which holds
+// the markers and the units' manifests (and the default value's objects).
+// With a time field the folders vary, and the listing is ListPrefix's,
+// whole (ListingAt bounds one of its folders).
 func (p PartitionNamer) Listing(from uint64) [][2]string {
 	if p.TimeFolders() {
 		return [][2]string{{p.ListPrefix(), ""}}
 	}
-	return p.path.bounded(p.ListPrefix(), from)
+	dst := p.path.appendFolder(nil, p.n.prefix, 0)
+	return p.path.bounded(string(append(dst, '/')), from)
 }
 
 // TimeFolders reports whether the path template has a time field, so that
 // a partition's keys spread over folders by server time.
 func (p PartitionNamer) TimeFolders() bool {
 	for _, s := range p.n.tpl.segments {
-		if s.kind >= phDate {
+		if s.kind.isTime() {
 			return true
 		}
 	}

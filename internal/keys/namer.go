@@ -61,6 +61,9 @@ type Namer struct {
 	// set by WithErrors.
 	errPrefix string
 	hasErrors bool
+	// defaultSeg is the payload fields' default segment ("" for
+	// DefaultValueSegment).
+	defaultSeg string
 }
 
 // NewNamer returns a Namer. ext is the data objects' extension without its
@@ -110,7 +113,7 @@ func (n *Namer) ErrorsKeyOf(dataKey string) (string, bool) {
 		rest = rest[len(n.prefix)+1:]
 	}
 	nm, ok := ParseName(dataKey)
-	if !ok || nm.Gap || nm.Void {
+	if !ok || nm.Gap || nm.Void || nm.Manifest {
 		return "", false
 	}
 	rest = rest[:len(rest)-len(nm.Ext)]
@@ -119,7 +122,14 @@ func (n *Namer) ErrorsKeyOf(dataKey string) (string, bool) {
 
 // Partition returns the namer of one partition's objects.
 func (n *Namer) Partition(stream, topic string, partition uint32) PartitionNamer {
-	return PartitionNamer{n: n, path: partitionPath{tpl: n.tpl, stream: stream, topic: topic, partition: partition}}
+	pp := partitionPath{tpl: n.tpl, stream: stream, topic: topic, partition: partition}
+	if len(n.tpl.fields) > 0 {
+		pp.values = make([]string, len(n.tpl.fields))
+		for i := range pp.values {
+			pp.values[i] = n.DefaultSegment()
+		}
+	}
+	return PartitionNamer{n: n, path: pp}
 }
 
 // PartitionNamer names one partition's data objects and gap markers.
@@ -136,6 +146,10 @@ type partitionPath struct {
 	tpl           *Template
 	stream, topic string
 	partition     uint32
+	// values are the payload fields' segments (AppendValueSegment's), by
+	// field: the default segment's in the unit folder, where markers and
+	// manifests go.
+	values []string
 }
 
 // Generation returns the namer of generation g of the partition: the
@@ -148,14 +162,20 @@ func (p PartitionNamer) Generation(g uint32) PartitionNamer {
 }
 
 // Object is the key of the data object holding offsets first..last, whose
-// first message has server time tsMicros.
+// first message has server time tsMicros. Under a template with payload
+// fields it is the key of the unit's manifest (see ManifestExt), which
+// ValueObject names the data objects by.
 func (p PartitionNamer) Object(first, last, tsMicros uint64) string {
-	return string(p.appendName(nil, p.n.prefix, false, first, last, tsMicros, p.n.ext))
+	return string(p.AppendObject(nil, first, last, tsMicros))
 }
 
 // AppendObject appends Object's key to dst; it does not allocate when dst
 // has room.
 func (p PartitionNamer) AppendObject(dst []byte, first, last, tsMicros uint64) []byte {
+	if p.HasValues() {
+		dst = p.appendName(dst, p.n.prefix, true, first, last, tsMicros, p.n.ext)
+		return append(append(dst, '.'), ManifestExt...)
+	}
 	return p.appendName(dst, p.n.prefix, false, first, last, tsMicros, p.n.ext)
 }
 
@@ -234,15 +254,16 @@ func (p PartitionNamer) appendName(dst []byte, prefix string, gap bool, first, l
 
 // ListPrefix is the longest fixed leading part of the keys of this
 // partition's objects and gap markers: prefix and template rendered up to
-// the first placeholder that varies between objects (a time field), cut
-// back to the last '/' so that data objects and gap markers both match.
+// the first placeholder that varies between objects (a time or payload
+// field), cut back to the last '/' so that data objects and gap markers
+// both match.
 func (p PartitionNamer) ListPrefix() string { return p.path.listPrefix(p.n.prefix) }
 
 // appendFolder appends the folder under prefix of the partition's objects
 // whose first message has server time tsMicros, without a trailing '/'.
 func (pp partitionPath) appendFolder(dst []byte, prefix string, tsMicros uint64) []byte {
 	dst = appendPrefix(dst, prefix)
-	return pp.tpl.appendRendered(dst, pp.stream, pp.topic, pp.partition, tsMicros, len(pp.tpl.segments))
+	return pp.tpl.appendRendered(dst, pp, tsMicros, len(pp.tpl.segments))
 }
 
 // listPrefix is ListPrefix under prefix.
@@ -256,7 +277,7 @@ func (pp partitionPath) listPrefix(prefix string) string {
 			break
 		}
 	}
-	dst = t.appendRendered(dst, pp.stream, pp.topic, pp.partition, 0, n)
+	dst = t.appendRendered(dst, pp, 0, n)
 	if n == len(t.segments) {
 		dst = append(dst, '/')
 	}
@@ -276,7 +297,9 @@ type Name struct {
 	// gap marker of offsets Iggy never had; Skip too for a skip marker, of
 	// offsets the group was moved past; TooLarge too for a too-large
 	// marker; Renamed too for a renamed marker), Void for a void marker.
-	Gap, Hole, Skip, TooLarge, Renamed, Void bool
+	// Manifest is set for a unit's manifest (and for its void marker):
+	// the range's object under a template with payload fields.
+	Gap, Hole, Skip, TooLarge, Renamed, Void, Manifest bool
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
 	// a void marker, the extension of the object it voids.
 	Ext string
@@ -290,18 +313,35 @@ func ParseName(key string) (Name, bool) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
 	marker := strings.HasPrefix(name, "_")
 	if marker && strings.HasSuffix(name, "."+VoidExt) {
-		n, ok := parseName(name[1 : len(name)-len(VoidExt)-1])
-		if !ok || isMarkerExt(n.Ext) {
+		n, ok := parseDataName(name[1 : len(name)-len(VoidExt)-1])
+		if !ok {
 			return Name{}, false
 		}
 		n.Void = true
 		return n, true
+	}
+	if marker && strings.HasSuffix(name, "."+ManifestExt) {
+		return parseDataName(name)
 	}
 	n, ok := parseName(strings.TrimPrefix(name, "_"))
 	if !ok || marker != isMarkerExt(n.Ext) || n.Ext == ErrorsExt {
 		return Name{}, false
 	}
 	n.Gap, n.Hole, n.Skip, n.TooLarge, n.Renamed = marker, n.Ext == HoleExt, n.Ext == SkipExt, n.Ext == TooLargeExt, n.Ext == RenamedExt
+	return n, true
+}
+
+// parseDataName reads a data object's name, or a manifest's.
+func parseDataName(name string) (Name, bool) {
+	manifest := strings.HasPrefix(name, "_") && strings.HasSuffix(name, "."+ManifestExt)
+	if manifest {
+		name = name[1 : len(name)-len(ManifestExt)-1]
+	}
+	n, ok := parseName(name)
+	if !ok || isMarkerExt(n.Ext) || n.Ext == ErrorsExt || strings.HasSuffix(n.Ext, "."+ManifestExt) {
+		return Name{}, false
+	}
+	n.Manifest = manifest
 	return n, true
 }
 
@@ -388,12 +428,20 @@ func NextRevision(key string) (string, bool) {
 	if !ok || n.Gap || n.Void || n.Revision == math.MaxUint32 {
 		return "", false
 	}
-	b := appendFileName([]byte(key[:i]), n.Partition, n.First, n.Last)
+	b := []byte(key[:i])
+	if n.Manifest {
+		b = append(b, '_')
+	}
+	b = appendFileName(b, n.Partition, n.First, n.Last)
 	if n.Generation > 0 {
 		b = strconv.AppendUint(append(b, "-g"...), uint64(n.Generation), 10)
 	}
 	b = strconv.AppendUint(append(b, "-r"...), uint64(n.Revision)+1, 10)
-	return string(append(append(b, '.'), n.Ext...)), true
+	b = append(append(b, '.'), n.Ext...)
+	if n.Manifest {
+		b = append(append(b, '.'), ManifestExt...)
+	}
+	return string(b), true
 }
 
 // VoidMarker returns the key of the void marker for the data object at key,

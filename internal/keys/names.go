@@ -74,14 +74,15 @@ func checkLiteralSegment(s string) error {
 // checkSegments refuses templates whose keys could leave the prefix, hold an
 // empty path segment, or be the same for two different streams or topics:
 // every '/'-separated part must be non-empty, a part of fixed text must not be
-// "." or "..", and a part holding {stream} or {topic} must hold no other
-// placeholder of varying width ({stream}, {topic}, {timestamp}) — otherwise
-// "a-b"+"c" and "a"+"b-c" give the same key.
+// "." or "..", and a part holding {stream}, {topic} or a payload field
+// must hold no other placeholder of varying width ({stream}, {topic},
+// {timestamp}, payload fields) — otherwise "a-b"+"c" and "a"+"b-c" give
+// the same key.
 func (t *Template) checkSegments() error {
 	var (
 		text   strings.Builder // the part as written, for messages
 		lit    strings.Builder // its fixed text
-		phs    []placeholder
+		phs    []segment
 		number = 1
 	)
 	flush := func() error {
@@ -94,12 +95,12 @@ func (t *Template) checkSegments() error {
 		}
 		var names, varying []string
 		for _, p := range phs {
-			switch p {
-			case phStream, phTopic:
-				names = append(names, "{"+placeholderNames[p]+"}")
-				varying = append(varying, "{"+placeholderNames[p]+"}")
+			switch p.kind {
+			case phStream, phTopic, phPayload:
+				names = append(names, p.name())
+				varying = append(varying, p.name())
 			case phTimestamp:
-				varying = append(varying, "{"+placeholderNames[p]+"}")
+				varying = append(varying, p.name())
 			}
 		}
 		if len(names) > 0 && len(varying) > 1 {
@@ -110,8 +111,8 @@ func (t *Template) checkSegments() error {
 	}
 	for _, s := range t.segments {
 		if s.kind != literal {
-			phs = append(phs, s.kind)
-			text.WriteString("{" + placeholderNames[s.kind] + "}")
+			phs = append(phs, s)
+			text.WriteString(s.name())
 			continue
 		}
 		for i, part := range strings.Split(s.text, "/") {

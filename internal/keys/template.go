@@ -23,6 +23,9 @@ const (
 	phMonth
 	phDay
 	phMinute
+	// phPayload is a {payload.<path>}: a field of the (transformed) JSON
+	// payload; segment.field says which of the template's fields.
+	phPayload
 )
 
 // placeholderNames is in documentation order; the index is the placeholder value.
@@ -50,14 +53,26 @@ func Placeholders() []string {
 
 type segment struct {
 	kind placeholder
-	text string // literal text; empty for placeholders
+	text string // literal text; the dotted path of a payload field
+	// field indexes Template.fields for phPayload.
+	field int
 }
+
+// payloadPrefix starts a payload field placeholder: {payload.country}.
+const payloadPrefix = "payload."
+
+// PayloadPlaceholder is how the configuration names a payload field
+// placeholder, for documentation and messages.
+const PayloadPlaceholder = "{payload.<path>}"
 
 // Template is a parsed path_template. Parsing happens once, at configuration
 // time, so rendering a key per object is a walk over segments.
 type Template struct {
 	src      string
 	segments []segment
+	// fields are the distinct payload field paths, in the order the
+	// template first names them.
+	fields [][]string
 }
 
 // ParseTemplate parses a path template such as "{stream}/{topic}/{date}/{hour}".
@@ -85,12 +100,11 @@ func ParseTemplate(s string) (*Template, error) {
 			return nil, fmt.Errorf("%w: '{' at byte %d is not closed by '}'", ErrInvalidTemplate, pos+i)
 		}
 		name := rest[i+1 : i+1+end]
-		kind := lookupPlaceholder(name)
-		if kind == literal {
-			return nil, fmt.Errorf("%w: unknown placeholder {%s}; valid placeholders are %s",
-				ErrInvalidTemplate, name, strings.Join(Placeholders(), " "))
+		seg, err := t.placeholder(name)
+		if err != nil {
+			return nil, err
 		}
-		t.segments = append(t.segments, segment{kind: kind})
+		t.segments = append(t.segments, seg)
 		consumed := i + 1 + end + 1
 		rest = rest[consumed:]
 		pos += consumed
@@ -100,6 +114,49 @@ func ParseTemplate(s string) (*Template, error) {
 	}
 	return t, nil
 }
+
+// placeholder parses the name between a pair of braces.
+func (t *Template) placeholder(name string) (segment, error) {
+	if path, ok := strings.CutPrefix(name, payloadPrefix); ok {
+		parts := strings.Split(path, ".")
+		for _, p := range parts {
+			if p == "" {
+				return segment{}, fmt.Errorf("%w: {%s} needs a dotted path of member names after %q, e.g. {payload.country} or {payload.user.tier}",
+					ErrInvalidTemplate, name, payloadPrefix)
+			}
+		}
+		for i, f := range t.fields {
+			if strings.Join(f, ".") == path {
+				return segment{kind: phPayload, text: path, field: i}, nil
+			}
+		}
+		t.fields = append(t.fields, parts)
+		return segment{kind: phPayload, text: path, field: len(t.fields) - 1}, nil
+	}
+	kind := lookupPlaceholder(name)
+	if kind == literal {
+		return segment{}, fmt.Errorf("%w: unknown placeholder {%s}; valid placeholders are %s %s",
+			ErrInvalidTemplate, name, strings.Join(Placeholders(), " "), PayloadPlaceholder)
+	}
+	return segment{kind: kind}, nil
+}
+
+// PayloadFields returns the payload fields the template names, each a path
+// of member names ({payload.user.tier} is ["user", "tier"]), distinct, in
+// the order the template first names them; nil when it names none.
+func (t *Template) PayloadFields() [][]string { return t.fields }
+
+// name is how the template writes a placeholder, braces included.
+func (s segment) name() string {
+	if s.kind == phPayload {
+		return "{" + payloadPrefix + s.text + "}"
+	}
+	return "{" + placeholderNames[s.kind] + "}"
+}
+
+// isTime reports the calendar and timestamp placeholders, whose folders
+// vary with the server time.
+func (k placeholder) isTime() bool { return k >= phDate && k <= phMinute }
 
 func lookupPlaceholder(name string) placeholder {
 	for i, n := range placeholderNames {

@@ -85,6 +85,10 @@ type Accumulator struct {
 	lastTS    uint64
 	spilled   bool
 	rejected  bool
+	// part is set on the accumulator of one value of a Split: its size
+	// limit holds even when it is empty (the unit is not), and its buffer
+	// grows as it fills instead of being sized for a whole object.
+	part bool
 }
 
 // NewAccumulator returns an empty accumulator. keepLimit bounds the bytes
@@ -125,6 +129,7 @@ func minRecordSize(e *Encoder) int64 {
 // unchanged too.
 func (a *Accumulator) Add(m *Message) (bool, error) {
 	if a.n > 0 && a.rot.MaxMessages > 0 && uint64(a.n) >= a.rot.MaxMessages || a.crosses(m) {
+		// A Split checks these over its unit: its parts have neither.
 		a.rejected = true
 		return false, nil
 	}
@@ -152,7 +157,7 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	default:
 		recLen = int64(len(out) - start)
 	}
-	if a.n > 0 && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
+	if (a.n > 0 || a.part) && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
 		// m is rendered again for the next object: count it there, not twice.
 		a.enc.invalid, a.enc.badHeaders = invalid, bad
 		a.keepBuffers(out[:start], lines[:lstart])
@@ -170,13 +175,11 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	case a.size > a.keep:
 		// The bytes so far are no longer needed: the caller re-renders the
 		// range. Keep only a scratch buffer the size of one record.
-		a.spilled = true
 		last := out[start:]
 		if rejected {
 			last = lines[lstart:]
 		}
-		a.scratch = append([]byte(nil), last...)[:0]
-		a.buf, a.errs = nil, nil
+		a.spill(len(last))
 	default:
 		a.buf, a.errs = out, lines
 	}
@@ -196,6 +199,29 @@ func (a *Accumulator) keepBuffers(out, lines []byte) {
 	a.buf, a.errs = out, lines
 }
 
+// spill drops the bytes kept so far: the caller re-renders the range.
+// Only a scratch buffer of room bytes stays.
+func (a *Accumulator) spill(room int) {
+	if a.spilled {
+		return
+	}
+	a.spilled = true
+	a.scratch = make([]byte, 0, room)
+	a.buf, a.errs = nil, nil
+	if a.pq != nil {
+		a.pq.arena, a.pq.recs = nil, nil
+	}
+}
+
+// held is the capacity of the buffers the accumulator keeps.
+func (a *Accumulator) held() int64 {
+	n := cap(a.buf) + cap(a.errs) + cap(a.scratch)
+	if a.pq != nil {
+		n += cap(a.pq.arena)
+	}
+	return int64(n)
+}
+
 // note records m as the object's latest message.
 func (a *Accumulator) note(m *Message) {
 	if a.n == 0 {
@@ -209,7 +235,7 @@ func (a *Accumulator) note(m *Message) {
 // filling it never copies: the size threshold (up to keepLimit) when
 // rotating by size, else a modest start that append grows.
 func (a *Accumulator) presize() {
-	if a.keep <= 0 {
+	if a.keep <= 0 || a.part {
 		return
 	}
 	want := a.keep

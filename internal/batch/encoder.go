@@ -294,6 +294,25 @@ func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 	return out, nil
 }
 
+// PayloadJSON appends m's payload as the records hold it: compact JSON,
+// transformed. It reports false when the payload is not JSON or a
+// transform refuses it (the record then follows the invalid-payload
+// policy). It leaves the encoder's counters alone, so that it may be called
+// for a message beside AppendRecord (the path template's payload fields
+// are read from it).
+func (e *Encoder) PayloadJSON(dst []byte, m *Message) ([]byte, bool) {
+	start := len(dst)
+	out, ok, _ := e.sc.AppendCompact(dst, m.Payload)
+	if !ok {
+		return dst, false
+	}
+	if e.transformer == nil {
+		return out, true
+	}
+	out, err := e.transform(out, start, out[start:], m)
+	return out, err == nil
+}
+
 // appendRawPayload renders the raw format: payload bytes only. Schema json
 // payloads are compacted (an invalid one follows the invalid-payload policy
 // and, when kept, is written as its base64 JSON string so that the object

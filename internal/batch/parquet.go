@@ -182,7 +182,7 @@ type pqStore struct {
 // keep limit, is its payload and header bytes: the file's input).
 func (a *Accumulator) addParquet(m *Message) (bool, error) {
 	recLen := int64(len(m.Payload) + len(m.Headers))
-	if a.n > 0 && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
+	if (a.n > 0 || a.part) && a.rot.MaxBytes > 0 && a.size+recLen > a.rot.MaxBytes {
 		a.rejected = true
 		return false, nil
 	}
@@ -215,9 +215,8 @@ func (a *Accumulator) addParquet(m *Message) (bool, error) {
 	case a.spilled:
 		a.scratch = out[:0]
 	case a.size > a.keep:
-		a.spilled = true
+		a.spill(0)
 		a.scratch = out[:0]
-		s.arena, s.recs = nil, nil
 	default:
 		s.arena = out
 		s.recs = append(s.recs, pqRecord{offset: m.Offset, ts: m.Timestamp, h0: h0, p0: p0, p1: len(out), invalidAt: invalidAt})

@@ -20,11 +20,16 @@ func appendPrefix(dst []byte, prefix string) []byte {
 // appendRendered renders the first n segments for pp's partition and
 // payload values.
 func (t *Template) appendRendered(dst []byte, pp partitionPath, tsMicros uint64, n int) []byte {
+	return appendSegments(dst, t.segments[:n], pp, tsMicros)
+}
+
+// appendSegments renders segs for pp's partition and payload values.
+func appendSegments(dst []byte, segs []segment, pp partitionPath, tsMicros uint64) []byte {
 	if tsMicros > math.MaxInt64 {
 		tsMicros = math.MaxInt64 // beyond any real clock; keeps time.UnixMicro from wrapping negative
 	}
 	ts := time.UnixMicro(int64(tsMicros)).UTC()
-	for _, s := range t.segments[:n] {
+	for _, s := range segs {
 		switch s.kind {
 		case literal:
 			dst = append(dst, s.text...)

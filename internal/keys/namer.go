@@ -62,8 +62,9 @@ type Namer struct {
 	errPrefix string
 	hasErrors bool
 	// defaultSeg is the payload fields' default segment ("" for
-	// DefaultValueSegment).
-	defaultSeg string
+	// DefaultValueSegment); fingerprint goes in manifests' names.
+	defaultSeg  string
+	fingerprint string
 }
 
 // NewNamer returns a Namer. ext is the data objects' extension without its
@@ -174,6 +175,9 @@ func (p PartitionNamer) Object(first, last, tsMicros uint64) string {
 func (p PartitionNamer) AppendObject(dst []byte, first, last, tsMicros uint64) []byte {
 	if p.HasValues() {
 		dst = p.appendName(dst, p.n.prefix, true, first, last, tsMicros, p.n.ext)
+		if p.n.fingerprint != "" {
+			dst = append(append(dst, '.'), p.n.fingerprint...)
+		}
 		return append(append(dst, '.'), ManifestExt...)
 	}
 	return p.appendName(dst, p.n.prefix, false, first, last, tsMicros, p.n.ext)
@@ -298,8 +302,10 @@ type Name struct {
 	// offsets the group was moved past; TooLarge too for a too-large
 	// marker; Renamed too for a renamed marker), Void for a void marker.
 	// Manifest is set for a unit's manifest (and for its void marker):
-	// the range's object under a template with payload fields.
+	// the range's object under a template with payload fields; Fingerprint
+	// is what its name carries (Namer.WithFingerprint).
 	Gap, Hole, Skip, TooLarge, Renamed, Void, Manifest bool
+	Fingerprint                                        string
 	// Ext is the extension without its leading dot ("jsonl.gz", "gap"); for
 	// a void marker, the extension of the object it voids.
 	Ext string
@@ -334,15 +340,32 @@ func ParseName(key string) (Name, bool) {
 // parseDataName reads a data object's name, or a manifest's.
 func parseDataName(name string) (Name, bool) {
 	manifest := strings.HasPrefix(name, "_") && strings.HasSuffix(name, "."+ManifestExt)
+	fp := ""
 	if manifest {
 		name = name[1 : len(name)-len(ManifestExt)-1]
+		if d := strings.LastIndexByte(name, '.'); d >= 0 && isFingerprint(name[d+1:]) {
+			name, fp = name[:d], name[d+1:]
+		}
 	}
 	n, ok := parseName(name)
 	if !ok || isMarkerExt(n.Ext) || n.Ext == ErrorsExt || strings.HasSuffix(n.Ext, "."+ManifestExt) {
 		return Name{}, false
 	}
-	n.Manifest = manifest
+	n.Manifest, n.Fingerprint = manifest, fp
 	return n, true
+}
+
+// isFingerprint reports eight lowercase hex digits.
+func isFingerprint(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // isMarkerExt reports the extensions of gap markers (of every cause).
@@ -438,6 +461,9 @@ func NextRevision(key string) (string, bool) {
 	}
 	b = strconv.AppendUint(append(b, "-r"...), uint64(n.Revision)+1, 10)
 	b = append(append(b, '.'), n.Ext...)
+	if n.Fingerprint != "" {
+		b = append(append(b, '.'), n.Fingerprint...)
+	}
 	if n.Manifest {
 		b = append(append(b, '.'), ManifestExt...)
 	}

@@ -73,6 +73,11 @@ type Template struct {
 	// fields are the distinct payload field paths, in the order the
 	// template first names them.
 	fields [][]string
+	// parts are the segments by path part (the literals cut at '/'), and
+	// valueParts the indexes of those holding a payload field: a value's
+	// folder differs from its unit's in those parts only.
+	parts      [][]segment
+	valueParts []int
 }
 
 // ParseTemplate parses a path template such as "{stream}/{topic}/{date}/{hour}".
@@ -112,7 +117,36 @@ func ParseTemplate(s string) (*Template, error) {
 	if err := t.checkSegments(); err != nil {
 		return nil, err
 	}
+	t.splitParts()
 	return t, nil
+}
+
+// splitParts fills parts and valueParts.
+func (t *Template) splitParts() {
+	cur := []segment{}
+	for _, s := range t.segments {
+		if s.kind != literal {
+			cur = append(cur, s)
+			continue
+		}
+		for i, text := range strings.Split(s.text, "/") {
+			if i > 0 {
+				t.parts, cur = append(t.parts, cur), []segment{}
+			}
+			if text != "" {
+				cur = append(cur, segment{text: text})
+			}
+		}
+	}
+	t.parts = append(t.parts, cur)
+	for i, part := range t.parts {
+		for _, s := range part {
+			if s.kind == phPayload {
+				t.valueParts = append(t.valueParts, i)
+				break
+			}
+		}
+	}
 }
 
 // placeholder parses the name between a pair of braces.

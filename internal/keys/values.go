@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -121,20 +122,57 @@ func (p PartitionNamer) HasValues() bool { return p.path.tpl.HasValues() }
 // ValueObject is the key of the data object of the payload values segs (one
 // per PayloadFields entry, as AppendValueSegment renders them) of the unit
 // whose manifest is at unitKey, a key Object gave: the unit's file name
-// (partition, range, generation, revision, extension) in the folder of
-// those values at server time tsMicros (the unit's first message's, so
-// that every value object of a unit lies in the same time folder). False
-// when unitKey is no manifest's key or segs has the wrong length.
+// (partition, range, generation, revision, extension) in the unit's folder
+// with its value parts (the path parts holding a payload field) rendered
+// for segs at server time tsMicros (the unit's first message's, so that
+// every value object of a unit lies in the same time folder). The other
+// parts are taken from unitKey as they are: a unit begun under a stream
+// or topic's earlier name is finished under it. False when unitKey is no
+// manifest's key, its folder does not have the template's parts, or segs
+// has the wrong length.
 func (p PartitionNamer) ValueObject(unitKey string, tsMicros uint64, segs []string) (string, bool) {
-	i := strings.LastIndexByte(unitKey, '/') + 1
+	i := strings.LastIndexByte(unitKey, '/')
 	n, ok := ParseName(unitKey)
-	if !ok || !n.Manifest || n.Void || len(segs) != len(p.path.tpl.fields) {
+	tpl := p.path.tpl
+	if i < 0 || !ok || !n.Manifest || n.Void || len(segs) != len(tpl.fields) {
 		return "", false
 	}
-	file := unitKey[i+1 : len(unitKey)-len(ManifestExt)-1]
+	parts := strings.Split(unitKey[:i], "/")
+	off := len(parts) - len(tpl.parts)
+	if off < 0 {
+		return "", false
+	}
 	pp := p.path
 	pp.values = segs
-	dst := pp.appendFolder(nil, p.n.prefix, tsMicros)
-	dst = append(dst, '/')
-	return string(append(dst, file...)), true
+	for _, j := range tpl.valueParts {
+		parts[off+j] = string(appendSegments(nil, tpl.parts[j], pp, tsMicros))
+	}
+	file := string(appendFileName(nil, n.Partition, n.First, n.Last))
+	if n.Generation > 0 {
+		file += "-g" + strconv.FormatUint(uint64(n.Generation), 10)
+	}
+	if n.Revision > 0 {
+		file += "-r" + strconv.FormatUint(uint64(n.Revision), 10)
+	}
+	return strings.Join(parts, "/") + "/" + file + "." + n.Ext, true
 }
+
+// WithFingerprint returns a copy of n whose unit manifests carry fp (eight
+// lowercase hex digits, "" for none) in their names: a digest of what
+// decides a record's value (the path template, the default segment,
+// transforms), so that a unit begun under other settings is told by its
+// key.
+func (n *Namer) WithFingerprint(fp string) *Namer {
+	c := *n
+	c.fingerprint = fp
+	return &c
+}
+
+// Fingerprint is what WithFingerprint set.
+func (n *Namer) Fingerprint() string { return n.fingerprint }
+
+// HasValues reports whether the namer's template names payload fields.
+func (n *Namer) HasValues() bool { return n != nil && n.tpl.HasValues() }
+
+// PayloadFields are the namer's template's (Template.PayloadFields).
+func (n *Namer) PayloadFields() [][]string { return n.tpl.fields }

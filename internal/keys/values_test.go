@@ -185,3 +185,29 @@ func FuzzAppendValueSegment(f *testing.F) {
 		}
 	})
 }
+
+func TestValueObjectKeepsTheUnitsFolders(t *testing.T) {
+	tpl := mustParse(t, "{stream}/{topic}/c={payload.c}_{date}/{hour}")
+	old := NewNamer("p/q", tpl, "jsonl.gz").WithFingerprint("0123abcd").Partition("old name", "t", 4).Generation(3)
+	unit := old.Object(5, 9, upstreamTS)
+	want := "p/q/old_name/t/c=" + DefaultValueSegment + "_2024-03-16/14/_00004-00000000000000000005-00000000000000000009-g3.jsonl.gz.0123abcd.manifest"
+	if unit != want {
+		t.Fatalf("Object() = %q, want %q", unit, want)
+	}
+	n, ok := ParseName(unit)
+	if !ok || !n.Manifest || n.Fingerprint != "0123abcd" || n.Ext != "jsonl.gz" || n.Generation != 3 {
+		t.Fatalf("ParseName(%q) = %+v %v", unit, n, ok)
+	}
+	if next, _ := NextRevision(unit); !strings.HasSuffix(next, "-g3-r1.jsonl.gz.0123abcd.manifest") {
+		t.Errorf("NextRevision(%q) = %q: the fingerprint is lost", unit, next)
+	}
+	// Under the topic's new name the unit is finished in its own folders.
+	renamed := NewNamer("p/q", tpl, "jsonl.gz").WithFingerprint("0123abcd").Partition("new", "t2", 4)
+	vk, ok := renamed.ValueObject(unit, upstreamTS, []string{"DE"})
+	if want := "p/q/old_name/t/c=DE_2024-03-16/14/00004-00000000000000000005-00000000000000000009-g3.jsonl.gz"; !ok || vk != want {
+		t.Fatalf("ValueObject() = %q %v, want %q", vk, ok, want)
+	}
+	if _, ok := renamed.ValueObject("short/_00004-00000000000000000005-00000000000000000009.jsonl.gz.manifest", upstreamTS, []string{"DE"}); ok {
+		t.Error("ValueObject took a unit key with fewer folders than the template has")
+	}
+}

@@ -1,6 +1,10 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
@@ -21,7 +25,7 @@ const CleanupTimeout = 2 * time.Second
 // options. keepLimit ≤ 0 means multipart_threshold.
 func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) drain.Options {
 	pc := &cfg.Plugin
-	format, comp := pc.OutputFormat, pc.Compression
+	comp := pc.Compression
 	rot := Rotation(pc)
 	rot.MaxAge, rot.Cut = pc.MaxFileAge, sinktables.Cut(cfg)
 	if keepLimit <= 0 {
@@ -33,17 +37,45 @@ func DrainOptions(cfg *config.Config, tr batch.Transformer, keepLimit int64) dra
 	}
 	return drain.Options{
 		Streams:              streams,
-		Names:                keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(format, comp)).WithErrors(pc.ErrorsPrefix()),
+		Names:                Names(cfg),
 		Records:              RecordOptions(cfg, tr),
 		Compression:          comp,
 		Rotation:             rot,
 		KeepLimit:            keepLimit,
+		MaxValues:            int(pc.MaxPartitionValues),
 		MaxPollBytes:         pc.MaxPollBytes,
 		Lease:                pc.LeaseDuration,
 		DeadlineMargin:       pc.DeadlineMargin,
 		PartitionConcurrency: pc.PartitionConcurrency,
 		CleanupTimeout:       CleanupTimeout,
 	}
+}
+
+// Names names the configuration's objects: prefix, path template (and its
+// payload fields' default segment), format and error prefix.
+func Names(cfg *config.Config) *keys.Namer {
+	pc := &cfg.Plugin
+	n := keys.NewNamer(pc.Prefix, pc.Template, batch.ObjectExt(pc.OutputFormat, pc.Compression)).WithErrors(pc.ErrorsPrefix())
+	if pc.DefaultPartitionName != "" {
+		n = n.WithDefaultSegment(pc.DefaultPartitionName)
+	}
+	if pc.Template != nil && pc.Template.HasValues() {
+		n = n.WithFingerprint(valuesFingerprint(cfg, n.DefaultSegment()))
+	}
+	return n
+}
+
+// valuesFingerprint digests what decides a record's value under a path
+// template with payload fields: the template, the default segment, the
+// transforms and the JSON depth limit (a deeper payload is no JSON, so it
+// has no field). A unit begun under other ones cannot be finished under
+// these: its manifest's name says so.
+func valuesFingerprint(cfg *config.Config, def string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", cfg.Plugin.PathTemplate, def, cfg.Plugin.MaxJSONDepth)
+	tr, _ := json.Marshal(cfg.Transforms) // tables of plain values: cannot fail
+	h.Write(tr)
+	return hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // RecordOptions is how the configuration renders records (the drain's and

@@ -46,7 +46,11 @@ type Range struct {
 	// Skip too for a skip marker (offsets the group was moved past);
 	// TooLarge too for a too-large marker (a message over max_poll_bytes).
 	Gap, Hole, Skip, TooLarge bool
-	Size                      int64
+	// Unit is set for a unit's manifest: the range's object under a path
+	// template with payload fields, whose value objects hold its records
+	// (Size is theirs together once the manifest is checked).
+	Unit bool
+	Size int64
 	// Generation is the partition's incarnation (0 until it is re-created).
 	Generation uint32
 }
@@ -93,6 +97,10 @@ type Report struct {
 	// ErrorViolations are error objects whose records are archived twice
 	// (their data key was voided and the range read again).
 	ErrorViolations []string `json:"error_violations,omitempty"`
+	// ValueViolations are value objects (path templates with payload
+	// fields) that break their unit's manifest: listed but missing or
+	// changed, or there but listed by no manifest of their range.
+	ValueViolations []string `json:"value_violations,omitempty"`
 	// Notes are findings that are not violations, e.g. objects written
 	// beyond the committed offset by a run that died before committing.
 	Notes []string `json:"notes,omitempty"`
@@ -102,7 +110,7 @@ type Report struct {
 
 // OK reports whether the partition holds the guarantee.
 func (r *Report) OK() bool {
-	return len(r.Overlaps) == 0 && len(r.Gaps) == 0 && len(r.ErrorViolations) == 0
+	return len(r.Overlaps) == 0 && len(r.Gaps) == 0 && len(r.ErrorViolations) == 0 && len(r.ValueViolations) == 0
 }
 
 // Progress is how far a Check has come, for a progress line on long
@@ -145,6 +153,8 @@ type listed struct {
 	ranges []Range
 	voided map[string]bool
 	errs   map[uint32][]Range
+	// values are the value objects listed (payload fields), by key.
+	values map[string]Range
 }
 
 // CheckWith is Check with options. Partitions whose keys share a listing
@@ -153,7 +163,7 @@ type listed struct {
 func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partition, o Options) ([]Report, error) {
 	found := make([]listed, len(parts))
 	for i := range found {
-		found[i].voided = map[string]bool{}
+		found[i].voided, found[i].values = map[string]bool{}, map[string]Range{}
 	}
 	total := 0
 	data := groupByPrefix(names, parts, func(pn keys.PartitionNamer) (string, func(string) bool, bool) {
@@ -180,7 +190,20 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 					}
 					continue
 				}
-				f.ranges = append(f.ranges, Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, TooLarge: n.TooLarge, Size: size, Generation: n.Generation})
+				r := Range{First: n.First, Last: n.Last, Key: key, Gap: n.Gap, Hole: n.Hole, Skip: n.Skip, TooLarge: n.TooLarge, Unit: n.Manifest, Size: size, Generation: n.Generation}
+				switch {
+				case n.Manifest && !names.HasValues():
+					// Another configuration's unit (the audit of that
+					// configuration reads it).
+				case names.HasValues() && !n.Gap:
+					if r.Unit {
+						f.ranges = append(f.ranges, r)
+					} else {
+						f.values[key] = r
+					}
+				default:
+					f.ranges = append(f.ranges, r)
+				}
 			}
 			return nil
 		})
@@ -199,7 +222,15 @@ func CheckWith(ctx context.Context, l Lister, names *keys.Namer, parts []Partiti
 	reports := make([]Report, 0, len(parts))
 	for i, p := range parts {
 		f := found[i]
+		var units unitCheck
+		if names.HasValues() {
+			var err error
+			if units, err = checkUnits(ctx, l, p, &f); err != nil {
+				return nil, err
+			}
+		}
 		reps := verifyGenerations(p, f.ranges, f.voided)
+		units.report(reps)
 		voidedErrs := map[string]bool{} // the error keys of voided data keys
 		for k := range f.voided {
 			if ek, ok := names.ErrorsKeyOf(k); ok {
@@ -490,6 +521,9 @@ func Write(w io.Writer, reports []Report) error {
 		}
 		for _, s := range r.Gaps {
 			fmt.Fprintf(w, "     gap: %s\n", s)
+		}
+		for _, s := range r.ValueViolations {
+			fmt.Fprintf(w, "     value object: %s\n", s)
 		}
 		for _, s := range r.ErrorViolations {
 			fmt.Fprintf(w, "     error object: %s\n", s)

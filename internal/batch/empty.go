@@ -62,6 +62,22 @@ var emptyParquet = sync.OnceValues(func() ([]byte, error) {
 	return out.Bytes(), nil
 })
 
+// ParseExt reads an object extension as ObjectExt writes it ("jsonl.gz",
+// "parquet"): its format and compression; false for any other.
+func ParseExt(ext string) (Format, Compression, bool) {
+	base, z, _ := strings.Cut(ext, ".")
+	f := formatOfExt(base)
+	if f == "" {
+		return "", "", false
+	}
+	for _, c := range []Compression{CompressionNone, CompressionGzip, CompressionZstd} {
+		if c.Ext() == z && (f != FormatParquet || c == CompressionNone) {
+			return f, c, true
+		}
+	}
+	return "", "", false
+}
+
 func formatOfExt(ext string) Format {
 	for _, f := range []Format{FormatJSONLines, FormatJSONArray, FormatRaw, FormatParquet} {
 		if f.Ext() == ext {

@@ -49,7 +49,7 @@ func (ad *adoption) adopt(ctx context.Context) (adopted, error) {
 	}
 	names := ad.l.names
 	a := &adoptList{voided: map[string]bool{}, seen: map[string]bool{},
-		part: ad.p.info.ID, gen: ad.l.st.Generation, holds: names.Matcher()}
+		part: ad.p.info.ID, gen: ad.l.st.Generation, holds: names.Matcher(), units: names.HasValues()}
 	if names.TimeFolders() {
 		var done bool
 		var err error
@@ -152,6 +152,9 @@ type adoptList struct {
 	part  uint32
 	gen   uint32
 	holds func(key string) bool // the prefix may cover other topics' folders
+	// units is set under payload fields: a range's object is its unit's
+	// manifest (its value objects are not listed for themselves).
+	units bool
 	count int
 	// ranges are the objects and markers listed, voided their keys that
 	// a void marker voids, seen every key added.
@@ -169,7 +172,7 @@ type adoptRange struct {
 func (a *adoptList) add(key string) {
 	a.count++
 	n, ok := keys.ParseName(key)
-	if !ok || n.Partition != a.part || n.Generation != a.gen || !a.holds(key) || a.seen[key] {
+	if !ok || n.Partition != a.part || n.Generation != a.gen || !a.holds(key) || a.seen[key] || !n.Gap && n.Manifest != a.units {
 		return
 	}
 	a.seen[key] = true

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 )
 
@@ -45,8 +45,9 @@ func newCommitter(p *partition, st state.State, ps *PartitionSummary) (*committe
 	l := newLease(p, st)
 	group := &groupOffset{p: p, l: l, ps: ps}
 	marks := &markers{p: p}
-	writer := &objectWriter{p: p, l: l, ps: ps, marks: marks, enc: enc, zbufs: make(chan []byte, 2)}
-	rn := &renames{p: p, l: l, group: group, ps: ps, marks: marks}
+	writer := &objectWriter{p: p, l: l, ps: ps, marks: marks, enc: enc, zbufs: make(chan []byte, 2),
+		format: p.r.Options.Records.Format, comp: p.r.Options.Compression}
+	rn := &renames{p: p, l: l, group: group, ps: ps, marks: marks, writer: writer}
 	return &committer{p: p, ps: ps, lease: l, group: group, marks: marks, writer: writer,
 		history:  &history{p: p, l: l, group: group, ps: ps, marks: marks, writer: writer, renames: rn},
 		adoption: &adoption{p: p, l: l, group: group},
@@ -82,7 +83,13 @@ func (c *committer) recover(ctx context.Context) error {
 	c.p.log.Info("recovering an unfinished object", "first", in.First, "last", in.Last, "key", in.ObjectKey)
 	c.marks.abortUploads(ctx, in.ObjectKey)
 	s := &sealed{first: in.First, last: in.Last, gap: isGapKey(in.ObjectKey), done: func() {}}
-	if !s.gap && !strings.HasSuffix(in.ObjectKey, "."+c.p.r.Options.Names.Ext()) {
+	if err := c.unitUnchanged(in); err != nil {
+		return err
+	}
+	if n, _ := keys.ParseName(in.ObjectKey); !s.gap && (n.Ext != c.p.r.Options.Names.Ext() && !n.Manifest || n.Manifest != c.lease.names.HasValues()) {
+		// Rendered in another format, or split by payload values when
+		// this configuration does not split (or the other way round). A
+		// unit of another format is finished in its own (writeUnit).
 		return c.settle(ctx, in, nil)
 	}
 	w, err := c.writer.upload(ctx, s)
@@ -96,6 +103,25 @@ func (c *committer) recover(ctx context.Context) error {
 	s.lastTS = c.writer.renderedTS
 	return c.complete(ctx, s, w, nil, false)
 }
+
+// unitUnchanged refuses to recover a unit split by payload values that was
+// begun under another configuration: its value objects may be partly
+// written, in folders or a format this configuration would not give them,
+// so reading its offsets again under this one could archive them twice.
+func (c *committer) unitUnchanged(in state.Intent) error {
+	n, ok := keys.ParseName(in.ObjectKey)
+	if !ok || !n.Manifest {
+		return nil
+	}
+	names := c.p.r.Options.Names
+	if names.HasValues() && n.Fingerprint == names.Fingerprint() {
+		return nil
+	}
+	return fmt.Errorf("recover %s: %w: run once more with the settings that began it, then change them", in.ObjectKey, errUnitChanged)
+}
+
+// errUnitChanged marks an unfinished unit of other settings.
+var errUnitChanged = errors.New("an unfinished unit split by payload fields was begun under other settings (path_template, default_partition_name, transforms or max_json_depth), and its value objects may be partly written in folders these settings would not give them; reading its offsets again now could archive them twice")
 
 // settle ends an intent that cannot be re-rendered. If the object reached S3
 // before, only the bookkeeping is missing. If not, its key is fenced off

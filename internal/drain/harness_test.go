@@ -82,6 +82,8 @@ type world struct {
 	// created holds the buckets ("bucket/<name>") and streams ("stream/<name>")
 	// made so far, shared by a world's subtests.
 	created map[string]bool
+	// payload, when set, makes produce's payloads instead of jsonPayload.
+	payload func(p, n, size int) []byte
 	// ice is the world's Iceberg catalog, started when a test asks.
 	ice *icebergWorld
 	// catalog, when set, is the Iceberg catalog every sink uses (the
@@ -280,6 +282,9 @@ func (w *world) produce(topic string, partitions, perPartition, size int) {
 		for i := 0; i < perPartition; i++ {
 			n := len(w.produced[key][p])
 			payload := jsonPayload(p, n, size)
+			if w.payload != nil {
+				payload = w.payload(p, n, size)
+			}
 			headers := iggcon.GetHeadersBytes([]iggcon.HeaderEntry{
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
 				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},

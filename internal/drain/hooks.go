@@ -45,17 +45,24 @@ type Step string
 
 // The steps of writing one object, in order.
 const (
-	StepPolled       Step = "after-poll"
-	StepIntent       Step = "after-intent"
-	StepMidUpload    Step = "mid-upload"
+	StepPolled    Step = "after-poll"
+	StepIntent    Step = "after-intent"
+	StepMidUpload Step = "mid-upload"
+	// StepValueWritten follows each value object of a unit split by
+	// payload values, before the unit's manifest (ValueSteps).
+	StepValueWritten Step = "after-value-object"
 	StepUploaded     Step = "after-upload"
 	StepStateWritten Step = "after-state-written"
 	StepBeforeStore  Step = "before-offset-store"
 	StepStored       Step = "after-offset-store"
 )
 
-// Steps lists every Step in order.
+// Steps lists every Step of writing one object, in order.
 var Steps = []Step{StepPolled, StepIntent, StepMidUpload, StepUploaded, StepStateWritten, StepBeforeStore, StepStored}
+
+// ValueSteps lists every Step of writing one unit split by payload values
+// (a path template with {payload.<path>}), in order.
+var ValueSteps = []Step{StepPolled, StepIntent, StepMidUpload, StepValueWritten, StepUploaded, StepStateWritten, StepBeforeStore, StepStored}
 
 type hooks struct {
 	steps   []StepHook

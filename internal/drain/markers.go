@@ -68,8 +68,7 @@ func (mk *markers) putOnce(ctx context.Context, key, what string, v any) error {
 // tells readers and the audit that the key covers no offsets. If the key
 // already holds an object, that object is the intent's, complete: exists.
 func (mk *markers) void(ctx context.Context, in state.Intent) (size int64, exists bool, err error) {
-	n, _ := keys.ParseName(in.ObjectKey)
-	body, ok := batch.EmptyObject(n.Ext)
+	body, ok := fenceBody(in.ObjectKey)
 	if !ok {
 		mk.p.log.Warn("cannot fence an unfinished object of an unknown format; a stalled writer could still write it", "key", in.ObjectKey)
 		return 0, false, nil
@@ -155,12 +154,21 @@ const voidReason = "the object could not be rendered again (messages deleted, or
 // fence: the empty object of the key's format, which no rendering of a
 // range with records is.
 func isFence(key string, size int64) bool {
-	n, ok := keys.ParseName(key)
-	if !ok {
-		return false
-	}
-	body, ok := batch.EmptyObject(n.Ext)
+	body, ok := fenceBody(key)
 	return ok && int64(len(body)) == size
+}
+
+// fenceBody is what fences key: the empty object of its format, or, for a
+// unit's manifest, no bytes (which no manifest is).
+func fenceBody(key string) ([]byte, bool) {
+	n, ok := keys.ParseName(key)
+	switch {
+	case !ok:
+		return nil, false
+	case n.Manifest:
+		return []byte{}, true
+	}
+	return batch.EmptyObject(n.Ext)
 }
 
 // isGapKey reports a gap (or hole, or skip) marker's key.

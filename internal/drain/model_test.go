@@ -144,7 +144,10 @@ type model struct {
 	ops     tableOps
 	// fences counts empty objects without a void marker left out of the
 	// coverage (see coverage).
-	fences  int
+	fences int
+	// values: the path template has a payload field (c), whose values
+	// the rounds draw (model_values_test.go).
+	values  *modelValues
 	configs []map[string]string // earlier configurations, for flip-backs
 	log     []string            // what the schedule did, printed on failure
 }
@@ -197,6 +200,9 @@ func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 		w.catalog = lake.catalog(t)
 		m.ops.rng = rand.New(rand.NewPCG(seed, 0x1ce))
 		m.note("table_format iceberg")
+	}
+	if !m.iceberg {
+		m.splitByValues()
 	}
 	m.reconfigure()
 	t.Cleanup(func() {
@@ -326,6 +332,7 @@ func (m *model) change(round int) {
 		m.set["SINK_TOPICS"] = strings.TrimSuffix(name+","+m.second, ",")
 		m.note("round %d: topic renamed to %s", round, name)
 	}
+	m.drawValues(round)
 	n := 1 + m.rng.IntN(40)
 	m.w.produce(m.topic, m.parts, n, 40+m.rng.IntN(200))
 	m.note("round %d: %d messages into each of %d partitions", round, n, m.parts)
@@ -708,6 +715,8 @@ type span struct {
 	size               int // bytes stored
 	// rejected are the offsets the data object's error object holds.
 	rejected []uint64
+	// split: the span is a unit's, merged from its value objects.
+	split bool
 }
 
 type modelRecord struct {
@@ -755,8 +764,8 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 		}
 		// A renamed marker repeats, under a later name, what the earlier
 		// name's objects hold: the earlier names' objects are checked.
-		if !ok || n.Void || n.Renamed || voided[key] || !under(key) {
-			continue
+		if !ok || n.Void || n.Renamed || voided[key] || !under(key) || n.Manifest {
+			continue // a unit's manifest is read with its value objects (mergeUnits)
 		}
 		sp := span{first: n.First, last: n.Last, gap: n.Gap, skip: n.Skip, tooLarge: n.TooLarge, key: key}
 		if !n.Gap {
@@ -806,6 +815,9 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 		}
 	}
 	m.readParquet(cov, pq)
+	if m.values != nil {
+		m.mergeUnits(s, cov, listed, voided, under)
+	}
 	return cov
 }
 
@@ -946,6 +958,9 @@ func checkRecords(sp span, sent []sent) error {
 	}
 	if !slices.Equal(sp.rejected, rejected) {
 		return fmt.Errorf("%s: its error object holds offsets %v, want %v", sp.key, sp.rejected, rejected)
+	}
+	if sp.raw && sp.split {
+		return nil // each value object's bytes were checked (mergeUnits)
 	}
 	if sp.raw {
 		var want []byte

@@ -27,6 +27,10 @@ type Options struct {
 	// KeepLimit is the largest object built in memory; a larger one is
 	// re-read from Iggy and streamed as a multipart upload.
 	KeepLimit int64
+	// MaxValues bounds the distinct values of one unit under a path
+	// template with payload fields (one object each): a message of one
+	// more value ends the unit.
+	MaxValues int
 	// MaxPollBytes bounds what one poll takes in: the count asked for
 	// adapts to the largest message seen, and a message larger than this
 	// is reported by a too-large marker instead of archived.
@@ -58,6 +62,8 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Names == nil:
 		return errors.New("drain: options: Names is nil")
+	case o.Names.HasValues() && o.MaxValues < 1:
+		return fmt.Errorf("drain: options: MaxValues %d is below 1 under a path template with payload fields", o.MaxValues)
 	case o.KeepLimit < 0:
 		return fmt.Errorf("drain: options: KeepLimit %d is negative", o.KeepLimit)
 	case o.MaxPollBytes < 1:

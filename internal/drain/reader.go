@@ -19,7 +19,7 @@ type sealed struct {
 	// the last message's (0 for a gap, or not known yet).
 	ts, lastTS uint64
 	// acc holds the records (or, spilled, only their count); nil for a gap.
-	acc *batch.Accumulator
+	acc records
 	gap bool
 	// cause says why a gap's offsets are missing (a Cause constant): it
 	// decides the marker's key.
@@ -88,7 +88,7 @@ type reader struct {
 	enc *batch.Encoder
 	// free holds the partition's own accumulator while no object uses it;
 	// readAhead is the run's one extra slot (see Runner.fanOut).
-	free      chan *batch.Accumulator
+	free      chan records
 	readAhead chan struct{}
 	res       readResult
 	sizer     pollSizer
@@ -104,21 +104,18 @@ func newReader(p *partition, readAhead chan struct{}) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &reader{p: p, enc: enc, free: make(chan *batch.Accumulator, 1), readAhead: readAhead,
+	rd := &reader{p: p, enc: enc, free: make(chan records, 1), readAhead: readAhead,
 		sizer: newPollSizer(p.r.Options.MaxPollBytes, p.stream.BatchLength)}
 	rd.free <- rd.newAccumulator()
 	return rd, nil
 }
 
-func (rd *reader) newAccumulator() *batch.Accumulator {
-	o := &rd.p.r.Options
-	return batch.NewAccumulator(rd.enc, o.Rotation, o.KeepLimit)
-}
+func (rd *reader) newAccumulator() records { return rd.p.newRecords(rd.enc) }
 
 // take returns an empty accumulator: the partition's own when it is free,
 // else the run's read-ahead slot when that is free, else it waits for its own.
-func (rd *reader) take(ctx context.Context) (*batch.Accumulator, func(), error) {
-	own := func(a *batch.Accumulator) (*batch.Accumulator, func(), error) {
+func (rd *reader) take(ctx context.Context) (records, func(), error) {
+	own := func(a records) (records, func(), error) {
 		return a, func() { a.Reset(); rd.free <- a }, nil
 	}
 	select {
@@ -180,7 +177,7 @@ func (rd *reader) run(ctx context.Context, next uint64, out chan<- *sealed) read
 // errStop ends the loop without an error; res.stoppedBecause says why.
 var errStop = errors.New("reader stopped")
 
-func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) error {
+func (rd *reader) loop(ctx context.Context, next uint64, acc *records, done *func(), out chan<- *sealed) error {
 	var msgs []batch.Message
 	var replies []byte // lent to every poll: add copies what it keeps
 	for {
@@ -241,7 +238,7 @@ func (rd *reader) loop(ctx context.Context, next uint64, acc **batch.Accumulator
 // reporting a gap wherever offsets jump: Iggy deleted them (retention), or,
 // when the jump is between two messages of one reply, never wrote them (a
 // hole: 0.10's offsets can skip numbers after a server recovery).
-func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) (uint64, error) {
+func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, acc *records, done *func(), out chan<- *sealed) (uint64, error) {
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Offset < next {
@@ -294,7 +291,7 @@ func (rd *reader) add(ctx context.Context, msgs []batch.Message, next uint64, ac
 // gapBefore seals what was accumulated and hands on the marker of the
 // offsets from next to msgs[i], which the reply passed over: a hole the
 // server left, or retention's gap.
-func (rd *reader) gapBefore(ctx context.Context, msgs []batch.Message, i int, next uint64, acc **batch.Accumulator, done *func(), out chan<- *sealed) error {
+func (rd *reader) gapBefore(ctx context.Context, msgs []batch.Message, i int, next uint64, acc *records, done *func(), out chan<- *sealed) error {
 	if err := rd.seal(ctx, acc, done, out, true); err != nil {
 		return err
 	}
@@ -313,7 +310,7 @@ func (rd *reader) gapBefore(ctx context.Context, msgs []batch.Message, i int, ne
 
 // seal hands the accumulated object to the committer and, when more is to
 // be read, takes an empty accumulator.
-func (rd *reader) seal(ctx context.Context, acc **batch.Accumulator, done *func(), out chan<- *sealed, more bool) error {
+func (rd *reader) seal(ctx context.Context, acc *records, done *func(), out chan<- *sealed, more bool) error {
 	a := *acc
 	if a.Len() == 0 {
 		return nil

@@ -15,11 +15,12 @@ import (
 // the ids list every pair of names the sink archived it under, so that a
 // fresh state item under new names carries the old one's state over.
 type renames struct {
-	p     *partition
-	l     *lease
-	group *groupOffset
-	ps    *PartitionSummary
-	marks *markers
+	p      *partition
+	l      *lease
+	group  *groupOffset
+	ps     *PartitionSummary
+	marks  *markers
+	writer *objectWriter
 }
 
 // nameMarker is the body of a name marker: the names a partition had
@@ -121,6 +122,18 @@ func (rn *renames) settleOld(ctx context.Context, old state.State, from nameMark
 			return carried, 0, fmt.Errorf("write the unfinished marker of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
 		}
 		carried.HasWritten, carried.LastWritten, carried.LastTimestamp, ts = true, in.Last, 0, in.FirstTimestamp
+	case in != nil && isUnitKey(in.ObjectKey):
+		// Its value objects may be partly written under the earlier names:
+		// the unit is finished there, unless its messages are gone.
+		done, err := rn.writer.finishUnit(ctx, *in)
+		if err != nil {
+			return carried, 0, fmt.Errorf("finish the unfinished unit of %s/%s (the partition's earlier names): %w", from.Stream, from.Topic, err)
+		}
+		if done {
+			carried.HasWritten, carried.LastWritten, carried.LastTimestamp, ts = true, in.Last, 0, in.FirstTimestamp
+			break
+		}
+		fallthrough
 	case in != nil:
 		rn.marks.abortUploads(ctx, in.ObjectKey)
 		size, exists, err := rn.marks.void(ctx, *in)

@@ -34,19 +34,19 @@ type errorLines struct {
 	conflicts uint64
 }
 
-// stream re-reads first..last from Iggy and streams the rendered object,
-// so that an object of any size is written with bounded memory. A format
-// that needs the messages twice (Parquet: its schema comes first) reads
-// the range twice.
-func (ow *objectWriter) stream(ctx context.Context, key string, first, last uint64) (s3store.Result, errorLines, error) {
+// stream re-reads first..last from Iggy and streams the rendered object
+// of the messages keep takes (all when keep is nil), so that an object of
+// any size is written with bounded memory. A format that needs the
+// messages twice (Parquet: its schema comes first) reads the range twice.
+func (ow *objectWriter) stream(ctx context.Context, key string, first, last uint64, keep func(*batch.Message) bool) (s3store.Result, errorLines, error) {
 	var el errorLines
 	res, err := ow.p.r.Objects.Stream(ctx, ow.object(key), func(dst io.Writer) error {
-		bw, err := batch.NewObjectWriter(dst, ow.enc, ow.p.r.Options.Compression)
+		bw, err := batch.NewObjectWriter(dst, ow.enc, ow.comp)
 		if err != nil {
 			return err
 		}
 		bw.KeepErrors(max(ow.p.r.Options.KeepLimit, 1))
-		if err := ow.passes(ctx, bw, first, last); err != nil {
+		if err := ow.passes(ctx, bw, first, last, keep); err != nil {
 			return err
 		}
 		if err := bw.Close(); err != nil {
@@ -61,7 +61,7 @@ func (ow *objectWriter) stream(ctx context.Context, key string, first, last uint
 
 // streamErrors renders first..last for its error object alone and streams
 // that to key; nothing is written when no record is rejected.
-func (ow *objectWriter) streamErrors(ctx context.Context, key string, first, last uint64) (s3store.Result, error) {
+func (ow *objectWriter) streamErrors(ctx context.Context, key string, first, last uint64, keep func(*batch.Message) bool) (s3store.Result, error) {
 	obj := errorsObject(key)
 	obj.OmitEmpty = true
 	return ow.p.r.Objects.Stream(ctx, obj, func(dst io.Writer) error {
@@ -70,21 +70,31 @@ func (ow *objectWriter) streamErrors(ctx context.Context, key string, first, las
 			return err
 		}
 		bw.StreamErrors(dst)
-		if err := ow.passes(ctx, bw, first, last); err != nil {
+		if err := ow.passes(ctx, bw, first, last, keep); err != nil {
 			return err
 		}
 		return bw.Close()
 	})
 }
 
-// passes gives bw the range as many times as its format needs: Observe
-// on every pass but the last, Write on the last.
-func (ow *objectWriter) passes(ctx context.Context, bw *batch.ObjectWriter, first, last uint64) error {
+// passes gives bw the range's messages that keep takes (all when keep is
+// nil) as many times as its format needs: Observe on every pass but the
+// last, Write on the last.
+func (ow *objectWriter) passes(ctx context.Context, bw *batch.ObjectWriter, first, last uint64, keep func(*batch.Message) bool) error {
 	n := bw.Passes()
 	for pass := 1; pass <= n; pass++ {
 		fn := bw.Write
 		if pass < n {
 			fn = bw.Observe
+		}
+		if keep != nil {
+			all := fn
+			fn = func(m *batch.Message) error {
+				if !keep(m) {
+					return nil
+				}
+				return all(m)
+			}
 		}
 		if err := ow.render(ctx, first, last, pass == n, fn); err != nil {
 			return err

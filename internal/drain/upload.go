@@ -24,6 +24,10 @@ type objectWriter struct {
 	marks *markers
 	enc   *batch.Encoder // re-renders ranges (streamed objects, recovery)
 	zbufs chan []byte    // compression buffers kept for the uploads that may overlap (two)
+	// format and comp are what the objects are written in: the
+	// configuration's, or an unfinished unit's own (inFormat).
+	format batch.Format
+	comp   batch.Compression
 	// renderedTS is the server time of the last message render read.
 	renderedTS uint64
 }
@@ -212,22 +216,26 @@ func (ow *objectWriter) nextRevision(ctx context.Context) error {
 // data object it finds as it is (issue 21, item 8). An error object that
 // already holds other bytes is kept and reported, like a data object.
 func (ow *objectWriter) writeData(ctx context.Context, key string, ts uint64, s *sealed) (s3store.Result, errorLines, error) {
+	if ow.l.names.HasValues() {
+		return ow.writeUnit(ctx, key, ts, s)
+	}
 	if s.acc == nil || s.acc.Spilled() {
 		if err := ow.streamErrorsFirst(ctx, key, ts, s); err != nil {
 			return s3store.Result{}, errorLines{}, err
 		}
-		return ow.stream(ctx, key, s.first, s.last)
+		return ow.stream(ctx, key, s.first, s.last, nil)
 	}
 	if err := ow.p.hook(StepMidUpload); err != nil {
 		return s3store.Result{}, errorLines{}, err
 	}
-	return ow.renderAndPut(ctx, key, ts, s, nil)
+	return ow.renderAndPut(ctx, key, ts, s.acc.(*batch.Accumulator), s, nil)
 }
 
 // startEarly begins s's upload under the key of its intent, held at a
 // gate; nil when s does not go early.
 func (ow *objectWriter) startEarly(ctx context.Context, s *sealed) *early {
-	if s.gap || s.acc == nil || s.acc.Spilled() {
+	a, whole := s.acc.(*batch.Accumulator) // a unit split by values is written by writeUnit
+	if s.gap || !whole || a.Spilled() {
 		return nil
 	}
 	in := ow.intentFor(s)
@@ -235,18 +243,18 @@ func (ow *objectWriter) startEarly(ctx context.Context, s *sealed) *early {
 	e := &early{key: in.ObjectKey, gate: s3store.NewGate(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
-		e.res, e.el, e.err = ow.renderAndPut(ectx, in.ObjectKey, in.FirstTimestamp, s, e.gate)
+		e.res, e.el, e.err = ow.renderAndPut(ectx, in.ObjectKey, in.FirstTimestamp, a, s, e.gate)
 	}()
 	return e
 }
 
-// renderAndPut renders s, built in memory, and writes its error object
-// (if records were rejected) and its data object, both held at gate when
-// there is one. It touches nothing of the writer but its compression
-// buffers, so it may run beside the state write and beside the upload of
-// the object before (early).
-func (ow *objectWriter) renderAndPut(ctx context.Context, key string, ts uint64, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
-	data, errs, err := s.acc.Render()
+// renderAndPut renders acc, s's records (or one value's of them) built in
+// memory, and writes its error object (if records were rejected) and its
+// data object, both held at gate when there is one. It touches nothing of
+// the writer but its compression buffers, so it may run beside the state
+// write and beside the upload of the object before (early).
+func (ow *objectWriter) renderAndPut(ctx context.Context, key string, ts uint64, acc *batch.Accumulator, s *sealed, gate *s3store.Gate) (s3store.Result, errorLines, error) {
+	data, errs, err := acc.Render()
 	if err != nil {
 		return s3store.Result{}, errorLines{}, err
 	}
@@ -273,6 +281,12 @@ func (ow *objectWriter) renderAndPut(ctx context.Context, key string, ts uint64,
 // (nothing when there are none). Only under invalid_payload =
 // "error_object": the error prefix is configured then.
 func (ow *objectWriter) streamErrorsFirst(ctx context.Context, dataKey string, ts uint64, s *sealed) error {
+	return ow.streamErrorsOf(ctx, dataKey, ts, s, nil)
+}
+
+// streamErrorsOf is streamErrorsFirst for the records of s that keep
+// takes (all of them when keep is nil).
+func (ow *objectWriter) streamErrorsOf(ctx context.Context, dataKey string, ts uint64, s *sealed, keep func(*batch.Message) bool) error {
 	if !ow.p.errorObjects() {
 		return nil
 	}
@@ -280,7 +294,7 @@ func (ow *objectWriter) streamErrorsFirst(ctx context.Context, dataKey string, t
 	if err != nil {
 		return err
 	}
-	res, err := ow.streamErrors(ctx, ekey, s.first, s.last)
+	res, err := ow.streamErrors(ctx, ekey, s.first, s.last, keep)
 	if res.Bytes == 0 && err == nil {
 		return nil
 	}
@@ -327,15 +341,14 @@ func (ow *objectWriter) errorsWritten(conflicts *uint64, key, dataKey string, re
 }
 
 func (ow *objectWriter) object(key string) s3store.Object {
-	o := &ow.p.r.Options
-	return s3store.Object{Key: key, ContentType: o.Records.Format.ContentType(), ContentEncoding: o.Compression.ContentEncoding()}
+	return s3store.Object{Key: key, ContentType: ow.format.ContentType(), ContentEncoding: ow.comp.ContentEncoding()}
 }
 
 // put writes body, compressed when the configuration says so, under key.
 // Two puts may run at once (an object's upload and the next one's, held
 // at its gate), so each compresses into a buffer of its own.
 func (ow *objectWriter) put(ctx context.Context, key string, body []byte, gate *s3store.Gate) (s3store.Result, error) {
-	if z := ow.p.r.Options.Compression; z != "" && z != batch.CompressionNone {
+	if z := ow.comp; z != "" && z != batch.CompressionNone {
 		var zbuf []byte
 		select {
 		case zbuf = <-ow.zbufs:

@@ -15,7 +15,6 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
 // maxRenderLine is the longest input line Render accepts (Iggy's largest
@@ -107,8 +106,7 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	if _, err := out.Write(r.body); err != nil {
 		return res, fmt.Errorf("render: write: %w", err)
 	}
-	ext := batch.ObjectExt(bo.Format, cfg.Plugin.Compression)
-	names := keys.NewNamer(cfg.Plugin.Prefix, cfg.Plugin.Template, ext).WithErrors(cfg.Plugin.ErrorsPrefix()).Partition(o.Stream, o.Topic, o.Partition)
+	names := app.Names(cfg).Partition(o.Stream, o.Topic, o.Partition)
 	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
 	res.Key = names.Object(first, last, ts)
 	res.Messages, res.Bytes, res.InvalidPayloads, res.Rejected = len(msgs), len(r.body), r.invalid, r.rejected

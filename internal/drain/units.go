@@ -1,0 +1,53 @@
+package drain
+
+import (
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fields"
+)
+
+// records is what the reader fills and the writer renders: one object's
+// records (*batch.Accumulator), or, under a path template with payload
+// fields, one unit's, split by value (*valueUnit).
+type records interface {
+	Add(m *batch.Message) (bool, error)
+	Full() bool
+	Due(now time.Time) bool
+	Len() int
+	First() uint64
+	Last() uint64
+	FirstTimestamp() uint64
+	LastTimestamp() uint64
+	Spilled() bool
+	Reset()
+	Release()
+}
+
+// valueUnit is a unit split by the payload fields' values: each record
+// goes to the object of its value.
+type valueUnit struct {
+	*batch.Split
+	values *fields.Reader
+	enc    *batch.Encoder
+}
+
+// Add puts m in the object of its value (batch.Split.Add).
+func (u *valueUnit) Add(m *batch.Message) (bool, error) {
+	return u.Split.Add(m, u.values.Value(u.enc, m))
+}
+
+// newRecords returns an empty object, or unit, for the reader's encoder.
+func (p *partition) newRecords(enc *batch.Encoder) records {
+	o := &p.r.Options
+	if !o.Names.HasValues() {
+		return batch.NewAccumulator(enc, o.Rotation, o.KeepLimit)
+	}
+	return &valueUnit{Split: batch.NewSplit(enc, o.Rotation, o.KeepLimit, o.MaxValues), values: p.valueReader(), enc: enc}
+}
+
+// valueReader reads the values of the path template's payload fields.
+func (p *partition) valueReader() *fields.Reader {
+	n := p.r.Options.Names
+	return fields.New(n.PayloadFields(), n.DefaultSegment())
+}

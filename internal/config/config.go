@@ -55,7 +55,12 @@ type Plugin struct {
 	SecretAccessKey                  Secret
 	PathTemplate                     string
 	Template                         *keys.Template // PathTemplate, parsed at load
-	FileRotation                     Rotation
+	// MaxPartitionValues bounds the distinct payload field values (objects)
+	// of one unit under a template with {payload.<path>};
+	// DefaultPartitionName is the folder of records without such a value.
+	MaxPartitionValues   int64
+	DefaultPartitionName string
+	FileRotation         Rotation
 	// MaxFileSize is the rotation threshold in uncompressed bytes. Upstream caps
 	// it at 5 GiB (one PutObject); objects here stream as multipart uploads, so
 	// the cap is S3's object limit, 5 TiB.

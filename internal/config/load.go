@@ -536,6 +536,9 @@ func (l *loader) finish() error {
 		return err
 	}
 	l.defaultForTables()
+	if err := l.checkValues(); err != nil {
+		return err
+	}
 	if err := l.checkParquet(); err != nil {
 		return err
 	}

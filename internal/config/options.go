@@ -189,13 +189,25 @@ func buildOptions() []*option {
 		}),
 		plugin("access_key_id", kString, "", "S3 access key id; set with secret_access_key or not at all", func(p *Plugin) any { return &p.AccessKeyID }),
 		plugin("secret_access_key", kSecret, "", "S3 secret access key; set with access_key_id or not at all", func(p *Plugin) any { return &p.SecretAccessKey }),
-		with(plugin("path_template", kString, "{stream}/{topic}/{date}/{hour}", "object key directories; placeholders "+strings.Join(keys.Placeholders(), " "), func(p *Plugin) any { return &p.PathTemplate }), func(o *option) {
+		with(plugin("path_template", kString, "{stream}/{topic}/{date}/{hour}", "object key directories; placeholders "+strings.Join(keys.Placeholders(), " ")+" "+keys.PayloadPlaceholder+" (a field of JSON payloads: one object per value of each object's range)", func(p *Plugin) any { return &p.PathTemplate }), func(o *option) {
 			o.fix = func(c *Config, _ *Stream) error {
 				t, err := keys.ParseTemplate(c.Plugin.PathTemplate)
 				if err != nil {
 					return err
 				}
 				c.Plugin.Template = t
+				return nil
+			}
+		}),
+		with(plugin("max_partition_values", kInt, "100", "with {payload.<path>} in path_template: the most distinct values one object's range (a unit) splits into, one object each; a message with a value past it ends the unit early (1..100000)", func(p *Plugin) any { return &p.MaxPartitionValues }), func(o *option) {
+			o.fix = intRange(func(c *Config, _ *Stream) int64 { return c.Plugin.MaxPartitionValues }, 1, 100000, "between 1 and 100000")
+		}),
+		with(plugin("default_partition_name", kString, keys.DefaultValueSegment, "with {payload.<path>} in path_template: the folder of records whose field is missing, null, an empty string, an object or an array (Hive's name for the NULL partition); [A-Za-z0-9._-], not starting with '.'", func(p *Plugin) any { return &p.DefaultPartitionName }), func(o *option) {
+			o.fix = func(c *Config, _ *Stream) error {
+				err := keys.CheckDefaultSegment(c.Plugin.DefaultPartitionName)
+				if err != nil {
+					return errors.New(strings.TrimPrefix(err.Error(), keys.ErrInvalidValueSegment.Error()+": "))
+				}
 				return nil
 			}
 		}),

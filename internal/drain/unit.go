@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fields"
@@ -63,24 +64,51 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 	return res, el, err
 }
 
-// writeValues writes the values' objects of a unit built in memory.
+// writeValues writes the values' objects of a unit built in memory,
+// valuePuts at a time: a unit of many values is many small objects, and
+// one PUT after the other would wait on each one's round trip. They are
+// settled in key order once all are done (the manifest lists them so).
 func (ow *objectWriter) writeValues(ctx context.Context, unitKey string, ts uint64, s *sealed, u *valueUnit, man *fields.Manifest, el *errorLines, res *s3store.Result) error {
 	values := slices.Clone(u.Values())
 	slices.Sort(values)
-	for _, v := range values {
-		part := u.Part(v)
+	type put struct {
+		key string
+		r   s3store.Result
+		el  errorLines
+		err error
+	}
+	puts := make([]put, len(values))
+	for i, v := range values {
 		key, err := ow.valueKey(unitKey, ts, v)
 		if err != nil {
 			return err
 		}
-		r, vel, err := ow.renderAndPut(ctx, key, ts, part, s, nil)
+		puts[i].key = key
+	}
+	sem := make(chan struct{}, valuePuts)
+	var wg sync.WaitGroup
+	for i, v := range values {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p := &puts[i]
+			p.r, p.el, p.err = ow.renderAndPut(ctx, p.key, ts, u.Part(v), s, nil)
+		}()
+	}
+	wg.Wait()
+	for i, v := range values {
+		part, p := u.Part(v), puts[i]
 		span := valueSpan{records: uint64(part.Len()), first: part.First(), last: part.Last()}
-		if err := ow.valueWritten(key, v, span, vel, r, err, man, el, res); err != nil {
+		if err := ow.valueWritten(p.key, v, span, p.el, p.r, p.err, man, el, res); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// valuePuts bounds the value objects of one unit written at once.
+const valuePuts = 8
 
 // streamValues writes the values' objects of a unit re-read from Iggy.
 func (ow *objectWriter) streamValues(ctx context.Context, unitKey string, ts uint64, s *sealed, man *fields.Manifest, el *errorLines, res *s3store.Result) error {

@@ -16,44 +16,8 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
-// pyIggy finds the python of the venv `make py-iggy` installs apache-iggy 0.9.0
-// into (.bin/pyiggy-<pins>/ under the module root). Without it the test skips,
-// except in CI, where it fails.
-func pyIggy(t *testing.T) string {
-	t.Helper()
-	testenv.SkipInCheck(t, "the apache-iggy venv")
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	venvs, _ := filepath.Glob(filepath.Join(dir, ".bin", "pyiggy-*", ".complete"))
-	for _, done := range venvs {
-		if py := filepath.Join(filepath.Dir(done), "bin", "python"); fileExists(py) {
-			return py
-		}
-	}
-	msg := fmt.Sprintf("the apache-iggy 0.9.0 venv is not installed under %s/.bin (run `make py-iggy`)", dir)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
+// pyIggy is the python of the apache-iggy 0.9.0 venv (testenv.PyIggy).
+func pyIggy(t *testing.T) string { return testenv.PyIggy(t) }
 
 // TestPythonClient drives the broker's 0.9 protocol with the released Python
 // client (apache-iggy 0.9.0, Rust SDK 0.11.0 inside): create stream and topic

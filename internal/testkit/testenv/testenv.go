@@ -109,3 +109,25 @@ func startEnv(t testing.TB, env []string, path string, args ...string) *childpro
 	t.Cleanup(p.Stop)
 	return p
 }
+
+// PyIggy returns the python of the venv `make py-iggy` installs the released
+// Python Iggy client (apache-iggy 0.9.0) into, .bin/pyiggy-<pins>/. Without
+// it the test skips, except in CI, where it fails.
+func PyIggy(t testing.TB) string {
+	t.Helper()
+	SkipInCheck(t, "the apache-iggy venv")
+	root := RepoRoot(t)
+	venvs, _ := filepath.Glob(filepath.Join(root, ".bin", "pyiggy-*", ".complete"))
+	for _, done := range venvs {
+		py := filepath.Join(filepath.Dir(done), "bin", "python")
+		if _, err := os.Stat(py); err == nil {
+			return py
+		}
+	}
+	msg := fmt.Sprintf("the apache-iggy 0.9.0 venv is not installed under %s/.bin (run `make py-iggy`)", root)
+	if InCI() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

@@ -86,7 +86,7 @@ func RecordOptions(cfg *config.Config, tr batch.Transformer) batch.Options {
 	return batch.Options{Format: pc.OutputFormat, IncludeMetadata: pc.IncludeMetadata, IncludeHeaders: pc.IncludeHeaders,
 		InvalidPayload: pc.InvalidPayload, MaxJSONDepth: pc.MaxJSONDepth, Transformer: tr,
 		Parquet: batch.ParquetOptions{Compression: string(pc.ParquetCompression), RowGroupBytes: pc.ParquetRowGroupSize,
-			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra}}
+			PageBytes: int(pc.ParquetPageSize), Schema: pc.PinnedSchema, KeepExtra: pc.ParquetKeepExtra, StatsColumns: pc.PayloadColumns()}}
 }
 
 // Rotation is where an object ends by size and count (max_messages_per_file,

@@ -51,6 +51,8 @@ type Range struct {
 	// (Size is theirs together once the manifest is checked).
 	Unit bool
 	Size int64
+	// Files are a checked unit's value objects, in key order.
+	Files []string
 	// Generation is the partition's incarnation (0 until it is re-created).
 	Generation uint32
 }
@@ -603,13 +605,19 @@ type TableReport struct {
 	Missing []string `json:"missing,omitempty"`
 	Twice   []string `json:"twice,omitempty"`
 	Outside []string `json:"outside,omitempty"`
+	// Misplaced are data files whose rows do not all hold the value of
+	// the partition they are registered in, for a payload field the table
+	// is partitioned by (by the file's own column bounds).
+	Misplaced []string `json:"misplaced,omitempty"`
 	// Notes are findings that are not violations (a table behind the
 	// archive: the next run registers the rest).
 	Notes []string `json:"notes,omitempty"`
 }
 
 // OK reports whether the table holds the guarantee.
-func (t *TableReport) OK() bool { return len(t.Missing)+len(t.Twice)+len(t.Outside) == 0 }
+func (t *TableReport) OK() bool {
+	return len(t.Missing)+len(t.Twice)+len(t.Outside)+len(t.Misplaced) == 0
+}
 
 // WriteTables prints one line per table, then its findings.
 func WriteTables(w io.Writer, tables []TableReport) error {
@@ -629,6 +637,9 @@ func WriteTables(w io.Writer, tables []TableReport) error {
 		}
 		for _, s := range t.Outside {
 			fmt.Fprintf(w, "     not archived rows in a registered range: %s\n", s)
+		}
+		for _, s := range t.Misplaced {
+			fmt.Fprintf(w, "     in the wrong partition: %s\n", s)
 		}
 		for _, s := range t.Notes {
 			fmt.Fprintf(w, "     note: %s\n", s)

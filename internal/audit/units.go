@@ -86,7 +86,9 @@ func checkUnits(ctx context.Context, l Lister, p Partition, f *listed) (unitChec
 			continue
 		}
 		r.Size = 0
+		r.Files = make([]string, 0, len(m.Objects))
 		for _, o := range m.Objects {
+			r.Files = append(r.Files, o.Key)
 			v, there := f.values[o.Key]
 			switch {
 			case !there:

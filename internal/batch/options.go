@@ -110,6 +110,9 @@ type ParquetOptions struct {
 	// value does not fit is rejected like an invalid payload, so it needs
 	// InvalidPayload "error_object" or "fail". nil keeps inferred types.
 	Conform func(stream, topic string) parquet.ConformFunc
+	// StatsColumns are the payload fields (dotted paths) whose string min
+	// and max the files' statistics carry too (parquet.Options.StatsColumns).
+	StatsColumns []string
 }
 
 // Transformer rewrites one JSON payload, which the encoder has validated and

@@ -30,6 +30,7 @@ func (e *Encoder) parquetOptions(p Partition, o Options) error {
 		Compression:     o.Parquet.Compression,
 		RowGroupBytes:   o.Parquet.RowGroupBytes,
 		PageBytes:       o.Parquet.PageBytes,
+		StatsColumns:    o.Parquet.StatsColumns,
 	}
 	if o.Parquet.Conform != nil && e.schema == schJSON && po.Schema == nil {
 		if !e.errorObject && !e.failInvalid {

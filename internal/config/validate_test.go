@@ -59,7 +59,6 @@ func TestInvalidConfig(t *testing.T) {
 		{"payload field without a path", "+path_template = \"{stream}/{payload.}\"", nil, []string{"plugin_config.path_template", `"{stream}/{payload.}"`, "dotted path", "{payload.country}"}},
 		{"payload field beside a name", "+path_template = \"{stream}-{payload.country}\"", nil, []string{"plugin_config.path_template", "together", "separate them with '/'"}},
 		{"payload field of a text stream", "[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nschema = \"text\"\n[plugin_config]\nbucket = \"b\"\npath_template = \"{stream}/{topic}/{payload.country}\"\n", withRegion, []string{"streams[0].schema", `"text"`, `must be "json"`, "{payload.<path>}"}},
-		{"payload field with tables", "+path_template = \"{stream}/{topic}/{payload.country}/{date}\"\noutput_format = \"parquet\"\ncompression = \"none\"\ntable_format = \"iceberg\"\niceberg_catalog = \"glue\"", nil, []string{"plugin_config.path_template", "table_format", "iceberg"}},
 		{"max_partition_values zero", "+path_template = \"{stream}/{topic}/{payload.country}\"\nmax_partition_values = 0", nil, []string{"plugin_config.max_partition_values", "= 0", "between 1 and 100000"}},
 		{"max_partition_values without a payload field", "+max_partition_values = 10", nil, []string{"plugin_config.max_partition_values", "only used with", "{payload.<path>}"}},
 		{"default_partition_name hidden", "+path_template = \"{stream}/{topic}/{payload.country}\"\ndefault_partition_name = \".none\"", nil, []string{"plugin_config.default_partition_name", `".none"`, "starts with '.'"}},

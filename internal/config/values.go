@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // valueKeys are the options only a path_template with payload fields uses.
@@ -29,8 +30,19 @@ func (l *loader) checkValues() error {
 			return e
 		}
 	}
-	if p.TableFormat == TableIceberg {
-		return l.errorFor("plugin_config.path_template", `{payload.<path>} cannot be used with table_format = "iceberg" yet: the table's partition spec does not have the field (use a path_template without it, or table_format = "none")`)
-	}
 	return nil
+}
+
+// PayloadColumns are the payload fields path_template splits objects by,
+// as the dotted paths of their columns ({payload.user.tier} is
+// "user.tier"); nil without any.
+func (p *Plugin) PayloadColumns() []string {
+	if p.Template == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range p.Template.PayloadFields() {
+		out = append(out, strings.Join(f, "."))
+	}
+	return out
 }

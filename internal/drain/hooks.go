@@ -38,6 +38,9 @@ type Written struct {
 	Gap         bool   // a marker for offsets Iggy deleted before the sink read them, or never had
 	Cause       string // why a gap marker's offsets are missing: CauseRetention, CauseIggyHole, CauseRecreated, CauseSkipped
 	Existed     bool   // the key already held the object (a repeated write)
+	// Values are the keys of a unit's value objects (a path template with
+	// payload fields: Key is the unit's manifest), in key order.
+	Values []string
 }
 
 // Step names a point in writing one object, for crash tests.

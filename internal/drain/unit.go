@@ -40,7 +40,7 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 		}
 		s := &sealed{first: s.first, last: s.last, done: func() {}}
 		res, el, err := w.writeUnit(ctx, unitKey, ts, s)
-		ow.renderedTS = w.renderedTS
+		ow.renderedTS, ow.unitValues = w.renderedTS, w.unitValues
 		return res, el, err
 	}
 	var (
@@ -57,7 +57,12 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 	if err != nil {
 		return res, el, err
 	}
-	mres, err := ow.p.r.Objects.Put(ctx, s3store.Object{Key: unitKey, ContentType: "application/json"}, man.Marshal())
+	body := man.Marshal() // sorts man.Objects by key
+	ow.unitValues = ow.unitValues[:0]
+	for _, o := range man.Objects {
+		ow.unitValues = append(ow.unitValues, o.Key)
+	}
+	mres, err := ow.p.r.Objects.Put(ctx, s3store.Object{Key: unitKey, ContentType: "application/json"}, body)
 	res.Bytes += mres.Bytes
 	res.Retries += mres.Retries
 	res.Existed = mres.Existed

@@ -28,8 +28,10 @@ type objectWriter struct {
 	// configuration's, or an unfinished unit's own (inFormat).
 	format batch.Format
 	comp   batch.Compression
-	// renderedTS is the server time of the last message render read.
+	// renderedTS is the server time of the last message render read;
+	// unitValues the value objects' keys of the last unit written.
 	renderedTS uint64
+	unitValues []string
 }
 
 // intentFor is the intent that records s: its range and its key.
@@ -102,6 +104,9 @@ func (ow *objectWriter) uploadOnce(ctx context.Context, s *sealed) (Written, err
 	})
 	ow.ps.Retries += uint64(res.Retries)
 	w.Bytes, w.Existed = uint64(res.Bytes), res.Existed
+	if !s.gap && ow.l.names.HasValues() {
+		w.Values = ow.unitValues
+	}
 	var ce *s3store.ConflictError
 	conflict := errors.As(err, &ce)
 	if (conflict || (err == nil && res.Existed)) && !s.gap {

@@ -41,7 +41,7 @@ type ValueObject struct {
 
 // Marshal renders m as its stored bytes: objects by key, so that every
 // rendering of a unit gives the same bytes.
-func (m Manifest) Marshal() []byte {
+func (m *Manifest) Marshal() []byte {
 	sort.Slice(m.Objects, func(i, j int) bool { return m.Objects[i].Key < m.Objects[j].Key })
 	b, _ := json.Marshal(m) // plain fields only: cannot fail
 	return append(b, '\n')

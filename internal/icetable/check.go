@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -107,6 +108,7 @@ func (r *Registrar) checkTable(ctx context.Context, name string, ids []Partition
 	if err := c.prove(live, &rep); err != nil {
 		return rep, fmt.Errorf("icetable: table %s: %w", name, err)
 	}
+	rep.Misplaced = r.misplaced(tbl, live)
 	rep.Partitions = len(ranges)
 	for _, id := range ids {
 		pos, ok := ranges[id]
@@ -278,18 +280,22 @@ func newCoverage(ctx context.Context, r *Registrar, tbl *table.Table, ranges Ran
 	return c
 }
 
+// addObject adds an item's data files: the object's own, or each value
+// object of a unit (whose rows are some of the unit's range's offsets).
 func (c *coverage) addObject(id PartitionID, it Item) {
-	o := &object{id: id, it: it, path: c.r.Path(it.Key), rows: -1}
-	o.box = box{names: [2]string{id.Stream, id.Topic}, namesOK: true, pLo: int64(id.Partition), pHi: int64(id.Partition), pOK: true,
-		lo: it.First, hi: it.Last, offOK: true}
-	c.objects = append(c.objects, o)
-	c.byPath[o.path] = o
-	gens := c.byGen[id]
-	if gens == nil {
-		gens = map[uint32][]*object{}
-		c.byGen[id] = gens
+	for _, key := range it.files() {
+		o := &object{id: id, it: it, path: c.r.Path(key), rows: -1}
+		o.box = box{names: [2]string{id.Stream, id.Topic}, namesOK: true, pLo: int64(id.Partition), pHi: int64(id.Partition), pOK: true,
+			lo: it.First, hi: it.Last, offOK: true}
+		c.objects = append(c.objects, o)
+		c.byPath[o.path] = o
+		gens := c.byGen[id]
+		if gens == nil {
+			gens = map[uint32][]*object{}
+			c.byGen[id] = gens
+		}
+		gens[it.Generation] = append(gens[it.Generation], o)
 	}
-	gens[it.Generation] = append(gens[it.Generation], o)
 }
 
 // generations lists id's objects generation by generation.
@@ -308,7 +314,8 @@ func (c *coverage) generations(id PartitionID) [][]*object {
 }
 
 // holders lists the objects of id that hold offset off (one per
-// generation at most).
+// generation at most). The value objects of a unit share its range: each
+// of them covers off, and the one whose rows hold it holds it.
 func (c *coverage) holders(id PartitionID, off uint64) ([]*object, error) {
 	var out []*object
 	for _, list := range c.generations(id) {
@@ -324,12 +331,17 @@ func (c *coverage) holders(id PartitionID, off uint64) ([]*object, error) {
 		if i == len(list) || !list[i].covers(off) {
 			continue
 		}
-		held, err := c.holds(list[i], off)
-		if err != nil {
-			return nil, err
+		for i > 0 && list[i-1].covers(off) {
+			i--
 		}
-		if held {
-			out = append(out, list[i])
+		for ; i < len(list) && list[i].covers(off); i++ {
+			held, err := c.holds(list[i], off)
+			if err != nil {
+				return nil, err
+			}
+			if held {
+				out = append(out, list[i])
+			}
 		}
 	}
 	return out, nil
@@ -1038,3 +1050,72 @@ func intsOf(a arrow.Array) func(int) (int64, bool) {
 	}
 	return func(int) (int64, bool) { return 0, false }
 }
+
+// misplaced lists the data files whose rows do not all hold, by the
+// file's own bounds of the column, the value of the partition they are
+// registered in, for each payload field the table is partitioned by
+// (identity fields of Values): a unit's value objects each hold one value,
+// so each lies in exactly one partition. A file whose bounds cannot say
+// (none for the column) is not listed: Check holds offsets, not values.
+func (r *Registrar) misplaced(tbl *table.Table, live []iceberg.DataFile) []string {
+	sc := tbl.Schema()
+	var out []string
+	for _, df := range live {
+		spec := tbl.Metadata().PartitionSpecByID(int(df.SpecID()))
+		if spec == nil {
+			continue
+		}
+		for _, v := range r.Values {
+			f, ok := sc.FindFieldByName(v)
+			if !ok {
+				continue
+			}
+			for _, pf := range spec.FieldsBySourceID(f.ID) {
+				if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
+					continue
+				}
+				if why := misplacedValue(df, f, pf); why != "" {
+					out = append(out, fmt.Sprintf("%s: %s", df.FilePath(), why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// misplacedValue says how df's rows leave its partition's value of pf,
+// a partition field on column f ("" when they do not, or cannot say).
+func misplacedValue(df iceberg.DataFile, f iceberg.NestedField, pf iceberg.PartitionField) string {
+	want, has := df.Partition()[pf.FieldID]
+	nulls, nullsOK := df.NullValueCounts()[f.ID]
+	lower, lok := df.LowerBoundValues()[f.ID]
+	upper, uok := df.UpperBoundValues()[f.ID]
+	if !has || want == nil {
+		if lok || uok {
+			return fmt.Sprintf("in the partition %s = null, but its %s values range over %q..%q", pf.Name, f.Name, lower, upper)
+		}
+		return ""
+	}
+	text, isString := want.(string)
+	switch {
+	case !isString:
+		return "" // only string values are checked by their bounds
+	case nullsOK && nulls > 0:
+		return fmt.Sprintf("in the partition %s = %q, but %d of its rows have no %s", pf.Name, text, nulls, f.Name)
+	case !lok || !uok:
+		return ""
+	case utf8.RuneCountInString(text) > boundRunes:
+		// Bounds of a long string are cut (the upper one raised): the
+		// lower is a prefix of the value.
+		if !strings.HasPrefix(text, string(lower)) {
+			return fmt.Sprintf("in the partition %s = %q, but its %s values start at %q", pf.Name, text, f.Name, lower)
+		}
+	case string(lower) != text || string(upper) != text:
+		return fmt.Sprintf("in the partition %s = %q, but its %s values range over %q..%q", pf.Name, text, f.Name, lower, upper)
+	}
+	return ""
+}
+
+// boundRunes is how many characters of a string Iceberg's default
+// metrics (truncate(16)) keep in its bounds.
+const boundRunes = 16

@@ -193,7 +193,8 @@ func (r *Registrar) notInTable(ctx context.Context, tbl *table.Table, items []It
 	}
 	out := items[:0:0]
 	for _, it := range items {
-		if !in[r.Path(it.Key)] {
+		// A unit's files are registered in one commit: all are in, or none.
+		if !in[r.Path(it.files()[0])] {
 			out = append(out, it)
 		}
 	}

@@ -11,6 +11,18 @@ type Item struct {
 	// no rows, every record rejected, too). Gap markers and objects of no
 	// bytes only advance the position.
 	Data bool
+	// Files are the data files of a unit split by payload values (Key is
+	// its manifest): one per value, registered together. Nil for an
+	// object, whose one file is Key.
+	Files []string
+}
+
+// files are the keys of the item's data files.
+func (it Item) files() []string {
+	if it.Files != nil {
+		return it.Files
+	}
+	return []string{it.Key}
 }
 
 // extend returns the items that carry a partition on from pos (has: the

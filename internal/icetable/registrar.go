@@ -69,6 +69,12 @@ type Registrar struct {
 	// one such period; a file that spans two (written before tables were
 	// on) is registered under the table's unpartitioned spec.
 	Partition string
+	// Values are the payload fields (dotted paths of columns) the path
+	// template splits objects by: each becomes an identity field of the
+	// partition spec, after the time transform, once the table has its
+	// column (a primitive one). Each of a unit's files holds one value of
+	// each, so it lies in exactly one partition.
+	Values []string
 	// Attempts bounds the commits tried per table when others commit
 	// first (conflicts); each attempt reloads the table and plans again.
 	Attempts int
@@ -325,9 +331,11 @@ func (r *Registrar) plan(ctx context.Context, current Ranges, ids []PartitionID,
 func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *table.Table, p plan) error {
 	cctx, cancel := r.call(ctx)
 	defer cancel()
-	paths := make([]string, len(p.files))
-	for i, f := range p.files {
-		paths[i] = r.Path(f.Key)
+	var paths []string
+	for _, f := range p.files {
+		for _, k := range f.files() {
+			paths = append(paths, r.Path(k))
+		}
 	}
 	var schemas []*iceberg.Schema
 	var fs iceio.IO
@@ -477,25 +485,61 @@ func (r *Registrar) partitionSpec(tx *table.Transaction, tbl *table.Table, sc *i
 		}
 	}
 	current := tbl.Spec()
-	f, ok := sc.FindFieldByName(TimestampColumn)
-	if r.Partition == "" || len(meta.PartitionSpecs()) != 1 || current.NumFields() != 0 || !ok {
+	addTime := r.timePartition(sc) && len(meta.PartitionSpecs()) == 1 && current.NumFields() == 0
+	values := r.valueFields(sc, current)
+	if !addTime && len(values) == 0 {
 		return current, unpartitioned, nil
 	}
-	if _, ok := f.Type.(iceberg.TimestampTzType); !ok {
-		return current, unpartitioned, nil
+	up := tx.UpdateSpec(true)
+	if addTime {
+		tr, err := iceberg.ParseTransform(r.Partition)
+		if err != nil {
+			return iceberg.PartitionSpec{}, nil, fmt.Errorf("icetable: partition %q: %w", r.Partition, err)
+		}
+		up = up.AddField(TimestampColumn, tr, TimestampColumn+"_"+r.Partition)
 	}
-	tr, err := iceberg.ParseTransform(r.Partition)
-	if err != nil {
-		return iceberg.PartitionSpec{}, nil, fmt.Errorf("icetable: partition %q: %w", r.Partition, err)
+	for _, v := range values {
+		up = up.AddField(v, iceberg.IdentityTransform{}, strings.ReplaceAll(v, ".", "_"))
 	}
-	if err := tx.UpdateSpec(true).AddField(TimestampColumn, tr, TimestampColumn+"_"+r.Partition).Commit(); err != nil {
-		return iceberg.PartitionSpec{}, nil, fmt.Errorf("partition the table by %s(%s): %w", r.Partition, TimestampColumn, err)
+	if err := up.Commit(); err != nil {
+		return iceberg.PartitionSpec{}, nil, fmt.Errorf("partition the table by %s(%s) and the payload fields %v: %w", r.Partition, TimestampColumn, values, err)
 	}
 	staged, err := tx.StagedTable()
 	if err != nil {
 		return iceberg.PartitionSpec{}, nil, err
 	}
 	return staged.Spec(), unpartitioned, nil
+}
+
+// timePartition reports whether the table's time partition can be added:
+// one is configured and the schema has the timestamp column, as a
+// timestamp with a zone.
+func (r *Registrar) timePartition(sc *iceberg.Schema) bool {
+	f, ok := sc.FindFieldByName(TimestampColumn)
+	if r.Partition == "" || !ok {
+		return false
+	}
+	_, tz := f.Type.(iceberg.TimestampTzType)
+	return tz
+}
+
+// valueFields are the payload fields the spec lacks an identity field of
+// and the schema has as a primitive column.
+func (r *Registrar) valueFields(sc *iceberg.Schema, spec iceberg.PartitionSpec) []string {
+	var out []string
+	for _, v := range r.Values {
+		f, ok := sc.FindFieldByName(v)
+		if !ok {
+			continue
+		}
+		if _, primitive := f.Type.(iceberg.PrimitiveType); !primitive {
+			continue
+		}
+		if len(spec.FieldsBySourceID(f.ID)) == 0 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ErrSchema reports files whose columns the table cannot take (a type

@@ -1,6 +1,7 @@
 package parquet
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -46,6 +47,10 @@ type column struct {
 	hasMinMax    bool
 	minI, maxI   int64
 	minF, maxF   float64
+	// byteStats: the chunk's byte-array min and max (minB, maxB) are
+	// written too (Options.StatsColumns).
+	byteStats  bool
+	minB, maxB []byte
 }
 
 // dictEligible: booleans have nothing to gain from a dictionary.
@@ -63,6 +68,7 @@ func (c *column) startChunk() {
 	c.pages = c.pages[:0]
 	c.uncompressed, c.numValues, c.nulls = 0, 0, 0
 	c.hasMinMax = false
+	c.minB, c.maxB = c.minB[:0], c.maxB[:0]
 }
 
 func (c *column) level(def, rep uint8) {
@@ -116,6 +122,9 @@ func (c *column) addBool(v bool, def, rep uint8) {
 
 func (c *column) addBytes(b []byte, def, rep uint8) {
 	c.level(def, rep)
+	if c.byteStats {
+		c.foldBytes(b)
+	}
 	if c.useDict {
 		c.idx = append(c.idx, c.dict.insert(b))
 		c.pagePlain += 4 + len(b)
@@ -275,6 +284,21 @@ func (c *column) foldInt(v int64) {
 	c.maxI = max(c.maxI, v)
 }
 
+// foldBytes folds a byte-array value into the chunk's min and max, in
+// unsigned byte order (the order of UTF-8 strings).
+func (c *column) foldBytes(b []byte) {
+	if !c.hasMinMax {
+		c.minB, c.maxB, c.hasMinMax = append(c.minB[:0], b...), append(c.maxB[:0], b...), true
+		return
+	}
+	if bytes.Compare(b, c.minB) < 0 {
+		c.minB = append(c.minB[:0], b...)
+	}
+	if bytes.Compare(b, c.maxB) > 0 {
+		c.maxB = append(c.maxB[:0], b...)
+	}
+}
+
 // foldFloat ignores NaN, as the format asks of writers.
 func (c *column) foldFloat(v float64) {
 	if v != v {
@@ -321,6 +345,8 @@ func (c *column) stats() statistics {
 		s.size = 8
 		binary.LittleEndian.PutUint64(s.min[:], math.Float64bits(lo))
 		binary.LittleEndian.PutUint64(s.max[:], math.Float64bits(hi))
+	case typeByteArray:
+		s.minB, s.maxB = c.minB, c.maxB
 	default:
 		s.hasMinMax = false
 	}

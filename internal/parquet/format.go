@@ -126,6 +126,8 @@ type statistics struct {
 	hasMinMax bool
 	min, max  [8]byte
 	size      int // bytes of min/max: 4 or 8
+	// minB and maxB are a byte-array column's (Options.StatsColumns).
+	minB, maxB []byte
 }
 
 // chunkMeta is a ColumnChunk with its ColumnMetaData.
@@ -170,7 +172,11 @@ func (t *thriftWriter) columnChunk(c *chunkMeta) {
 	}
 	t.beginStruct(12)
 	t.i64(3, c.stats.nullCount)
-	if c.stats.hasMinMax {
+	switch {
+	case c.stats.hasMinMax && c.stats.minB != nil:
+		t.binary(5, c.stats.maxB)
+		t.binary(6, c.stats.minB)
+	case c.stats.hasMinMax:
 		t.binary(5, c.stats.max[:c.stats.size])
 		t.binary(6, c.stats.min[:c.stats.size])
 	}

@@ -53,6 +53,12 @@ type Options struct {
 	// DictionaryBytes caps a column chunk's dictionary; past it the chunk
 	// continues in PLAIN encoding.
 	DictionaryBytes int
+	// StatsColumns are columns (dotted paths of payload members) whose
+	// string min and max go into the chunk statistics too, as numbers'
+	// always do: the payload fields a table partitions by, whose one value
+	// per file a table reads from them. Others have none, so that their
+	// bytes stay as they were.
+	StatsColumns []string
 }
 
 // Source names the partition a file's records come from; it fills the

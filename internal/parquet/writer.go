@@ -219,6 +219,9 @@ func (e *Encoder) buildSchema() (*schema, error) {
 		}
 	}
 	s.finish()
+	for _, n := range s.leaves {
+		n.col.byteStats = n.col.ptype == typeByteArray && slices.Contains(o.StatsColumns, n.path)
+	}
 	return s, nil
 }
 
@@ -241,7 +244,7 @@ func (e *Encoder) adoptColumns() {
 		fresh.path = leafPath(e.sch, i)
 		if i < len(e.pool) {
 			c := e.pool[i]
-			c.ptype, c.maxDef, c.maxRep, c.path = fresh.ptype, fresh.maxDef, fresh.maxRep, fresh.path
+			c.ptype, c.maxDef, c.maxRep, c.path, c.byteStats = fresh.ptype, fresh.maxDef, fresh.maxRep, fresh.path, fresh.byteStats
 			l.col = c
 		} else {
 			e.pool = append(e.pool, fresh)

@@ -90,6 +90,7 @@ func Open(ctx context.Context, p Params, records *batch.Options) (*Tables, error
 		FileProps:   files.Props(),
 		Backlog:     t.backlog,
 		Partition:   Cut(p.Config).String(),
+		Values:      pc.PayloadColumns(),
 		Attempts:    10,
 		CallTimeout: pc.AWSCallTimeout,
 		Log:         p.Log,
@@ -121,7 +122,7 @@ func (t *Tables) backlog(ctx context.Context, id icetable.PartitionID, through i
 			if rep.Generation == through.Generation && r.Last > through.Last {
 				break
 			}
-			items = append(items, icetable.Item{Key: r.Key, Generation: r.Generation, First: r.First, Last: r.Last, Data: !r.Gap && r.Size > 0})
+			items = append(items, icetable.Item{Key: r.Key, Generation: r.Generation, First: r.First, Last: r.Last, Data: !r.Gap && r.Size > 0, Files: r.Files})
 		}
 	}
 	return items, nil
@@ -136,7 +137,7 @@ type written struct {
 
 func (w *written) OnObject(p batch.Partition, o drain.Written) {
 	n, _ := keys.ParseName(o.Key)
-	it := icetable.Item{Key: o.Key, Generation: n.Generation, First: o.First, Last: o.Last, Data: !o.Gap && o.Messages > 0 && o.Bytes > 0}
+	it := icetable.Item{Key: o.Key, Generation: n.Generation, First: o.First, Last: o.Last, Data: !o.Gap && o.Messages > 0 && o.Bytes > 0, Files: o.Values}
 	id := icetable.PartitionID{Stream: p.Stream, Topic: p.Topic, Partition: p.ID}
 	w.mu.Lock()
 	w.items[id] = append(w.items[id], it)

@@ -272,6 +272,9 @@ func (e *Encoder) appendJSONPayload(dst []byte, m *Message) ([]byte, error) {
 // appendSchemaJSON handles schema json: the payload validated and
 // compacted, or the invalid-payload policy.
 func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
+	if m.prepared {
+		return append(dst, m.Payload...), nil
+	}
 	start := len(dst)
 	out, ok, at := e.sc.AppendCompact(dst, m.Payload)
 	if !ok {

@@ -14,6 +14,19 @@ type Message struct {
 	Headers []byte
 	// Payload is the message body as the producer sent it.
 	Payload []byte
+	// prepared: Payload is what Encoder.PayloadJSON made of it (see
+	// Prepared), so rendering it skips the scan and the transforms.
+	prepared bool
+}
+
+// Prepared returns m with payload, what PayloadJSON gave for it (valid,
+// compact, transformed JSON), in place of its own: rendered by the same
+// Encoder it gives the same record as m, without scanning or transforming
+// the payload again.
+func Prepared(m *Message, payload []byte) Message {
+	p := *m
+	p.Payload, p.prepared = payload, true
+	return p
 }
 
 // Partition names the partition a batch belongs to.

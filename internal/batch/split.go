@@ -35,8 +35,8 @@ func NewSplit(e *Encoder, r Rotation, keepLimit int64, maxValues int) *Split {
 // unchanged, when the unit is non-empty and m would push it over MaxBytes
 // or MaxMessages, is of another Cut period, or brings a value past
 // maxValues. An empty unit always accepts m.
-func (s *Split) Add(m *Message, value string) (bool, error) {
-	a := s.parts[value]
+func (s *Split) Add(m *Message, value []byte) (bool, error) {
+	a := s.parts[string(value)]
 	if s.n > 0 && (s.rot.MaxMessages > 0 && uint64(s.n) >= s.rot.MaxMessages ||
 		s.rot.Cut != NoCut && s.rot.Cut.Period(m.Timestamp) != s.rot.Cut.Period(s.firstTS) ||
 		a == nil && len(s.values) >= s.maxValues) {
@@ -73,8 +73,9 @@ func (s *Split) Add(m *Message, value string) (bool, error) {
 		return ok, err
 	}
 	if isNew {
-		s.parts[value] = a
-		s.values = append(s.values, value)
+		v := string(value)
+		s.parts[v] = a
+		s.values = append(s.values, v)
 		s.size += a.size
 	} else {
 		s.size += a.size - before

@@ -99,7 +99,7 @@ func checkSplit(t *testing.T, format Format, seed int64) {
 		ts += uint64(rng.Intn(120)) * uint64(time.Second/time.Microsecond)
 		payload := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, bytes.Repeat([]byte("x"), rng.Intn(200)))
 		r := rec{m: Message{Offset: next, Timestamp: ts, Payload: []byte(payload)}, value: values[rng.Intn(len(values))]}
-		ok, err := s.Add(&r.m, r.value)
+		ok, err := s.Add(&r.m, []byte(r.value))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func checkSplit(t *testing.T, format Format, seed int64) {
 				t.Fatal("an empty unit refused a record")
 			}
 			closeUnit("")
-			if ok, err := s.Add(&r.m, r.value); !ok || err != nil {
+			if ok, err := s.Add(&r.m, []byte(r.value)); !ok || err != nil {
 				t.Fatalf("an empty unit refused offset %d: %v", next, err)
 			}
 		}

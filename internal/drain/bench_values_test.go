@@ -85,7 +85,7 @@ func BenchmarkDrainValues(b *testing.B) {
 				}
 				next += perPartition
 			}
-			var took [2]time.Duration
+			var took, s3cpu [2]time.Duration
 			var bytesOut [2]uint64
 			var splitObjects uint64
 			var peak atomic.Uint64
@@ -99,12 +99,14 @@ func BenchmarkDrainValues(b *testing.B) {
 					if kind == "split" {
 						go samplePeak(done, &peak)
 					}
+					cpu0 := procCPU(b, s3srv.PID)
 					start := time.Now()
 					if steps != nil {
 						steps.t0 = start
 					}
 					sum, err := sinks[kind].Run(context.Background())
 					took[k] += time.Since(start)
+					s3cpu[k] += procCPU(b, s3srv.PID) - cpu0
 					close(done)
 					if err != nil {
 						b.Fatal(err)
@@ -130,6 +132,7 @@ func BenchmarkDrainValues(b *testing.B) {
 			b.ReportMetric(rate(1)/rate(0), "split/plain")
 			b.ReportMetric(rate(0)/1e6, "plain-MB/s")
 			b.ReportMetric(float64(splitObjects)/float64(b.N), "units/op")
+			b.ReportMetric(s3cpu[1].Seconds()/s3cpu[0].Seconds(), "s3cpu-split/plain")
 			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 		})
 	}

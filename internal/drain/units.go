@@ -30,11 +30,20 @@ type valueUnit struct {
 	*batch.Split
 	values *fields.Reader
 	enc    *batch.Encoder
+	doc    []byte
 }
 
-// Add puts m in the object of its value (batch.Split.Add).
+// Add puts m in the object of its value (batch.Split.Add). The payload is
+// prepared once, for its value and its record.
 func (u *valueUnit) Add(m *batch.Message) (bool, error) {
-	return u.Split.Add(m, u.values.Value(u.enc, m))
+	var ok bool
+	u.doc, ok = u.enc.PayloadJSON(u.doc[:0], m)
+	value := u.values.Of(u.doc, ok)
+	if ok {
+		p := batch.Prepared(m, u.doc)
+		m = &p
+	}
+	return u.Split.Add(m, value)
 }
 
 // newRecords returns an empty object, or unit, for the reader's encoder.

@@ -29,33 +29,40 @@ func New(paths [][]string, def string) *Reader {
 // Sep joins the segments of a value: no segment holds it.
 const Sep = "/"
 
-// Value returns m's value: the segments of every field (keys.
-// AppendValueSegment's), joined by Sep. A payload that is not JSON, or
-// that enc's transforms refuse, has every field at the default segment
+// Value returns m's value as enc renders m: the segments of every field
+// (keys.AppendValueSegment's), joined by Sep. A payload that is not JSON,
+// or that enc's transforms refuse, has every field at the default segment
 // (the record follows the invalid-payload policy in that value's object).
 func (r *Reader) Value(enc *batch.Encoder, m *batch.Message) string {
 	var ok bool
 	r.doc, ok = enc.PayloadJSON(r.doc[:0], m)
+	return string(r.Of(r.doc, ok))
+}
+
+// Of is the value of a record whose payload, as it holds it, is doc
+// (Encoder.PayloadJSON's; isJSON false when that failed). It returns a
+// buffer of r's, valid until the next call.
+func (r *Reader) Of(doc []byte, isJSON bool) []byte {
 	r.value = r.value[:0]
 	for i, path := range r.paths {
 		if i > 0 {
 			r.value = append(r.value, Sep...)
 		}
-		r.value = r.appendField(r.value, ok, path)
+		r.value = r.appendField(r.value, doc, isJSON, path)
 	}
-	return string(r.value)
+	return r.value
 }
 
-// appendField appends the segment of the field at path of r.doc.
-func (r *Reader) appendField(dst []byte, isJSON bool, path []string) []byte {
+// appendField appends the segment of the field at path of doc.
+func (r *Reader) appendField(dst, doc []byte, isJSON bool, path []string) []byte {
 	if !isJSON {
 		return append(dst, r.def...)
 	}
-	start, end, found := jsonscan.Lookup(r.doc, path)
+	start, end, found := jsonscan.Lookup(doc, path)
 	if !found {
 		return append(dst, r.def...)
 	}
-	lit := r.doc[start:end]
+	lit := doc[start:end]
 	switch lit[0] {
 	case '"':
 		r.text = jsonscan.AppendUnquote(r.text[:0], lit)

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // BenchmarkDrainValues measures what splitting objects by a payload field
@@ -21,7 +22,8 @@ import (
 // distinct values spread evenly, 4 partitions, 32 MiB per run, 8 MiB
 // units) drained by a sink whose path template has {payload.country} and,
 // in the same iteration, by one whose template has not, each into its own
-// topic and bucket on the same servers (versitygw; the state in memory,
+// topic and bucket on the same servers (versitygw, or MinIO with
+// BENCH_S3=minio; the state in memory,
 // so that both pay the same for it). It reports split/plain, the split
 // sink's bytes per second over the plain one's, measured side by side, and
 // objects/op, peak-heap-MiB (the most heap in use, sampled while the split
@@ -32,6 +34,9 @@ func BenchmarkDrainValues(b *testing.B) {
 	for _, values := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("values-%d", values), func(b *testing.B) {
 			br, s3srv, _ := benchWorld(b)
+			if os.Getenv("BENCH_S3") == "minio" {
+				s3srv = testenv.StartMinIO(b)
+			}
 			const parts = 4
 			if _, err := br.CreateStream("app"); err != nil {
 				b.Fatal(err)

@@ -295,3 +295,47 @@ func TestAuditReportsAMissingValueObject(t *testing.T) {
 		}
 	})
 }
+
+// TestThousandValues drains messages of 1,500 values with
+// max_partition_values 1000: every unit ends at its 1,000th value (before
+// the count limit), every message is in exactly one object of its value's
+// folder, and the audit is clean.
+func TestThousandValues(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := "values-1000"
+		w.produce(topic, 2, 0, 0)
+		want := make([][]string, 2)
+		for p := 0; p < 2; p++ {
+			for i := 0; i < 2500; i++ {
+				v := fmt.Sprintf("c%d", (i*7+p)%1500) // the first 1,500 of each partition are distinct
+				w.appendRaw(topic, uint32(p), fmt.Appendf(nil, `{"n":%d,"country":%q}`, i, v), nil)
+				want[p] = append(want[p], v)
+			}
+		}
+		set := valueSettings(w, topic, topic, "json_lines")
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "2000"
+		set["SINK_BATCH_LENGTH"] = "500"
+		set["SINK_MAX_PARTITION_VALUES"] = "1000"
+		s := w.sink(w.config(set), app.Options{})
+		w.drainUntilQuiet(s, topic, 20)
+		w.checkValues(s, topic, "json_lines", want)
+		reports := w.auditClean(s)
+		units, objects := 0, 0
+		for _, r := range reports {
+			units += r.Objects
+		}
+		err := s.Objects.List(context.Background(), "archive/", func(key string, _ int64) error {
+			if n, ok := keys.ParseName(key); ok && !n.Gap && !n.Manifest && !n.Void {
+				objects++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if objects != 5000 || units != 6 {
+			t.Fatalf("%d value objects in %d units, want 5,000 in 6 (1,000 + 1,000 + 500 per partition: cut at 1,000 values)", objects, units)
+		}
+		t.Logf("%d messages in %d units of %d value objects", 5000, units, objects)
+	})
+}

@@ -90,7 +90,7 @@ func BenchmarkDrainValues(b *testing.B) {
 				}
 				next += perPartition
 			}
-			var took, s3cpu [2]time.Duration
+			var took, s3cpu, selfcpu [2]time.Duration
 			var bytesOut [2]uint64
 			var splitObjects uint64
 			var peak atomic.Uint64
@@ -100,11 +100,14 @@ func BenchmarkDrainValues(b *testing.B) {
 				feed()
 				b.StartTimer()
 				for k, kind := range []string{"plain", "split"} {
+					if only := os.Getenv("BENCH_ONLY"); only != "" && only != kind {
+						continue // profiling one of them (the ratios are then meaningless)
+					}
 					done := make(chan struct{})
 					if kind == "split" {
 						go samplePeak(done, &peak)
 					}
-					cpu0 := procCPU(b, s3srv.PID)
+					cpu0, self0 := procCPU(b, s3srv.PID), procCPU(b, os.Getpid())
 					start := time.Now()
 					if steps != nil {
 						steps.t0 = start
@@ -112,6 +115,7 @@ func BenchmarkDrainValues(b *testing.B) {
 					sum, err := sinks[kind].Run(context.Background())
 					took[k] += time.Since(start)
 					s3cpu[k] += procCPU(b, s3srv.PID) - cpu0
+					selfcpu[k] += procCPU(b, os.Getpid()) - self0
 					close(done)
 					if err != nil {
 						b.Fatal(err)
@@ -138,6 +142,11 @@ func BenchmarkDrainValues(b *testing.B) {
 			b.ReportMetric(rate(0)/1e6, "plain-MB/s")
 			b.ReportMetric(float64(splitObjects)/float64(b.N), "units/op")
 			b.ReportMetric(s3cpu[1].Seconds()/s3cpu[0].Seconds(), "s3cpu-split/plain")
+			b.ReportMetric(selfcpu[1].Seconds()/selfcpu[0].Seconds(), "selfcpu-split/plain")
+			// How busy the two processes kept the machine's cores during
+			// each sink's runs (CPU seconds per wall second).
+			b.ReportMetric((s3cpu[0]+selfcpu[0]).Seconds()/took[0].Seconds(), "cores-plain")
+			b.ReportMetric((s3cpu[1]+selfcpu[1]).Seconds()/took[1].Seconds(), "cores-split")
 			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 		})
 	}

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 )
 
@@ -43,26 +41,15 @@ func TestCrashAtEveryStep(t *testing.T) {
 					iceberg := format == "parquet" && w.withIceberg(set)
 					cfg := w.config(set)
 
-					var hits atomic.Int64
-					crashed := atomic.Bool{}
-					hook := func(s drain.Step, p batch.Partition) error {
-						if s != step || crashed.Load() {
-							return nil
-						}
-						if hits.Add(1) == int64(seed) {
-							crashed.Store(true)
-							return errors.New("injected")
-						}
-						return nil
-					}
-					opts := app.Options{Hooks: crashAt(hook)}
+					crash := crashAtNth(step, seed)
+					opts := app.Options{Hooks: crashAt(crash.hook)}
 					if seed%2 == 0 {
 						opts.KeepLimit = 1024 // objects are re-read and streamed
 					}
 					crashing := w.sink(cfg, opts)
 					_, err := crashing.Run(context.Background())
-					if !crashed.Load() {
-						t.Fatalf("the hook never fired at %s (hits %d); the run returned %v", step, hits.Load(), err)
+					if !crash.crashed.Load() {
+						t.Fatalf("the hook never fired at %s (hits %d); the run returned %v", step, crash.hits.Load(), err)
 					}
 					if !errors.Is(err, drain.ErrCrash) {
 						t.Fatalf("crashed run returned %v, want ErrCrash", err)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -657,6 +659,29 @@ func (f stepFunc) OnStep(s drain.Step, p batch.Partition) error { return f(s, p)
 // crashAt returns hooks that crash a run at step.
 func crashAt(f func(drain.Step, batch.Partition) error) []drain.Hook {
 	return []drain.Hook{stepFunc(f)}
+}
+
+// nthCrash aborts a run at the nth time it reaches step, once.
+type nthCrash struct {
+	step    drain.Step
+	nth     int64
+	hits    atomic.Int64
+	crashed atomic.Bool
+}
+
+// crashAtNth is a crash at the nth time a run reaches step (the hook
+// point crashAt takes).
+func crashAtNth(step drain.Step, nth int) *nthCrash { return &nthCrash{step: step, nth: int64(nth)} }
+
+func (c *nthCrash) hook(s drain.Step, _ batch.Partition) error {
+	if s != c.step || c.crashed.Load() {
+		return nil
+	}
+	if c.hits.Add(1) == c.nth {
+		c.crashed.Store(true)
+		return errors.New("injected")
+	}
+	return nil
 }
 
 // dynamoEndpoint is the DynamoDB the sinks use: a proxy, minidyn or moto.

@@ -3,11 +3,8 @@ package drain_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -117,22 +114,7 @@ func (w *world) tablesBehind(s *app.Sink) bool {
 func (w *world) checkIceberg(s *app.Sink, topic string) {
 	w.t.Helper()
 	name := icetable.TableName(s.Config.Plugin.IcebergTable, w.stream, topic)
-	cmd := exec.Command(testenv.PyIceberg(w.t), filepath.Join(testenv.RepoRoot(w.t), "scripts", "iceberg_read.py"),
-		"--catalog", "rest", "--uri", w.ice.rest.Endpoint, "--s3-endpoint", w.s3.Endpoint, "--s3-access-key", w.s3.AccessKey,
-		"--s3-secret-key", w.s3.SecretKey, "--region", w.s3.Region, "--namespace", s.Config.Plugin.IcebergNamespace, "--table", name,
-		"--columns", "partition_id,offset,partition,n,path")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	_ = cmd.Run()
-	var tbl struct {
-		Error string  `json:"error"`
-		Rows  [][]any `json:"rows"`
-	}
-	d := json.NewDecoder(&out)
-	d.UseNumber()
-	if err := d.Decode(&tbl); err != nil || tbl.Error != "" {
-		w.t.Fatalf("pyiceberg: %v %s\n%s", err, tbl.Error, errb.String())
-	}
+	tbl := w.scanIceberg(s, topic, "partition_id,offset,partition,n,path", "")
 	parts := w.sent(topic)
 	seen := map[string]int{}
 	for _, r := range tbl.Rows {

@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fields"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -210,25 +208,14 @@ func TestValueCrashAtEveryStep(t *testing.T) {
 					topic := fmt.Sprintf("vcrash-%s-%d", id, seed)
 					want := w.produceValues(topic, 2, 100, 6, rand.New(rand.NewPCG(uint64(seed), 7)))
 					cfg := w.config(valueSettings(w, topic, topic, "json_lines"))
-					var hits atomic.Int64
-					var crashed atomic.Bool
-					hook := func(s drain.Step, _ batch.Partition) error {
-						if s != step || crashed.Load() {
-							return nil
-						}
-						if hits.Add(1) == int64(seed) {
-							crashed.Store(true)
-							return errors.New("injected")
-						}
-						return nil
-					}
+					crash := crashAtNth(step, seed)
 					keep := int64(0)
 					if seed%2 == 0 {
 						keep = 700 // units are re-read and streamed
 					}
-					_, err := w.sink(cfg, app.Options{Hooks: crashAt(hook), KeepLimit: keep}).Run(context.Background())
-					if !crashed.Load() {
-						t.Fatalf("the hook never fired at %s (hits %d); the run returned %v", step, hits.Load(), err)
+					_, err := w.sink(cfg, app.Options{Hooks: crashAt(crash.hook), KeepLimit: keep}).Run(context.Background())
+					if !crash.crashed.Load() {
+						t.Fatalf("the hook never fired at %s (hits %d); the run returned %v", step, crash.hits.Load(), err)
 					}
 					if !errors.Is(err, drain.ErrCrash) {
 						t.Fatalf("crashed run returned %v, want ErrCrash", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -57,7 +58,7 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
-	if m.First > m.Last || m.Records != m.Last-m.First+1 {
+	if m.First > m.Last || m.Last-m.First == math.MaxUint64 || m.Records != m.Last-m.First+1 {
 		return m, fmt.Errorf("%w: records %d for offsets %d..%d", ErrInvalidManifest, m.Records, m.First, m.Last)
 	}
 	var sum uint64
@@ -65,7 +66,9 @@ func ParseManifest(b []byte) (Manifest, error) {
 		if o.Key == "" || o.Records == 0 || o.Rejected > o.Records || o.First < m.First || o.Last > m.Last || o.Last-o.First+1 < o.Records {
 			return m, fmt.Errorf("%w: object %q holds %d records (%d rejected)", ErrInvalidManifest, o.Key, o.Records, o.Rejected)
 		}
-		sum += o.Records
+		if sum += o.Records; sum < o.Records {
+			return m, fmt.Errorf("%w: its objects' records overflow", ErrInvalidManifest)
+		}
 	}
 	if sum != m.Records {
 		return m, fmt.Errorf("%w: its objects hold %d records, its range %d", ErrInvalidManifest, sum, m.Records)

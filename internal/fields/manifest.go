@@ -63,7 +63,7 @@ func ParseManifest(b []byte) (Manifest, error) {
 	}
 	var sum uint64
 	for _, o := range m.Objects {
-		if o.Key == "" || o.Records == 0 || o.Rejected > o.Records || o.First < m.First || o.Last > m.Last || o.Last-o.First+1 < o.Records {
+		if o.Key == "" || o.Records == 0 || o.Rejected > o.Records || o.First > o.Last || o.First < m.First || o.Last > m.Last || o.Last-o.First+1 < o.Records {
 			return m, fmt.Errorf("%w: object %q holds %d records (%d rejected)", ErrInvalidManifest, o.Key, o.Records, o.Rejected)
 		}
 		if sum += o.Records; sum < o.Records {

@@ -1,6 +1,9 @@
 package batch
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Rotation decides object boundaries. Size counts the uncompressed object
 // bytes including framing; an object never exceeds MaxBytes unless a single
@@ -235,7 +238,17 @@ func (a *Accumulator) note(m *Message) {
 // filling it never copies: the size threshold (up to keepLimit) when
 // rotating by size, else a modest start that append grows.
 func (a *Accumulator) presize() {
-	if a.keep <= 0 || a.part {
+	if a.part {
+		// A value's object grows as it fills; it starts from a buffer
+		// another value gave back, when there is one.
+		if cap(a.buf) < minPart {
+			if b := takePartBuffer(); b != nil {
+				a.buf = append(b, a.buf...)
+			}
+		}
+		return
+	}
+	if a.keep <= 0 {
 		return
 	}
 	want := a.keep
@@ -294,11 +307,56 @@ func putBuffer(b []byte) {
 	}
 }
 
+// partBuffers recycles the buffers of a Split's values, which are smaller
+// than objectBuffers keeps: a run drains unit after unit, and a partition
+// after another, each with a value object per value. They hold at most
+// partPoolBytes together.
+var partBuffers struct {
+	mu    sync.Mutex
+	bufs  [][]byte
+	bytes int64
+}
+
+const (
+	minPart       = 64 << 10
+	partPoolBytes = 64 << 20
+)
+
+func takePartBuffer() []byte {
+	partBuffers.mu.Lock()
+	defer partBuffers.mu.Unlock()
+	n := len(partBuffers.bufs)
+	if n == 0 {
+		return nil
+	}
+	b := partBuffers.bufs[n-1]
+	partBuffers.bufs = partBuffers.bufs[:n-1]
+	partBuffers.bytes -= int64(cap(b))
+	return b[:0]
+}
+
+func putPartBuffer(b []byte) {
+	if cap(b) < minPart {
+		return
+	}
+	partBuffers.mu.Lock()
+	defer partBuffers.mu.Unlock()
+	if partBuffers.bytes+int64(cap(b)) > partPoolBytes {
+		return
+	}
+	partBuffers.bufs = append(partBuffers.bufs, b[:0])
+	partBuffers.bytes += int64(cap(b))
+}
+
 // Release gives the accumulator's buffers to other accumulators; what
 // Render or Bytes returned must not be used after it. The accumulator
 // stays usable (as a new one).
 func (a *Accumulator) Release() {
-	putBuffer(a.buf)
+	if a.part {
+		putPartBuffer(a.buf)
+	} else {
+		putBuffer(a.buf)
+	}
 	a.buf = nil
 	if a.pq != nil {
 		putBuffer(a.pq.arena)

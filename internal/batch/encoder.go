@@ -297,6 +297,21 @@ func (e *Encoder) appendSchemaJSON(dst []byte, m *Message) ([]byte, error) {
 	return out, nil
 }
 
+// RecordMembers has PayloadJSON note the top-level members of the
+// payloads it returns (PayloadMembers), so that a caller finds a member
+// without reading the payload again.
+func (e *Encoder) RecordMembers() { e.sc.Record = true }
+
+// PayloadMembers are the top-level members of the payload the last
+// PayloadJSON returned, by offsets into it, when RecordMembers was called
+// and no transform rewrote it; nil otherwise.
+func (e *Encoder) PayloadMembers() []jsonscan.Member {
+	if !e.sc.Record || e.transformer != nil {
+		return nil
+	}
+	return e.sc.Members
+}
+
 // PayloadJSON appends m's payload as the records hold it: compact JSON,
 // transformed. It reports false when the payload is not JSON or a
 // transform refuses it (the record then follows the invalid-payload

@@ -38,7 +38,7 @@ type valueUnit struct {
 func (u *valueUnit) Add(m *batch.Message) (bool, error) {
 	var ok bool
 	u.doc, ok = u.enc.PayloadJSON(u.doc[:0], m)
-	value := u.values.Of(u.doc, ok)
+	value := u.values.Of(u.doc, ok, u.enc.PayloadMembers())
 	if ok {
 		p := batch.Prepared(m, u.doc)
 		m = &p
@@ -52,6 +52,7 @@ func (p *partition) newRecords(enc *batch.Encoder) records {
 	if !o.Names.HasValues() {
 		return batch.NewAccumulator(enc, o.Rotation, o.KeepLimit)
 	}
+	enc.RecordMembers()
 	return &valueUnit{Split: batch.NewSplit(enc, o.Rotation, o.KeepLimit, o.MaxValues), values: p.valueReader(), enc: enc}
 }
 

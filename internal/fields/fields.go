@@ -36,29 +36,36 @@ const Sep = "/"
 func (r *Reader) Value(enc *batch.Encoder, m *batch.Message) string {
 	var ok bool
 	r.doc, ok = enc.PayloadJSON(r.doc[:0], m)
-	return string(r.Of(r.doc, ok))
+	return string(r.Of(r.doc, ok, enc.PayloadMembers()))
 }
 
 // Of is the value of a record whose payload, as it holds it, is doc
-// (Encoder.PayloadJSON's; isJSON false when that failed). It returns a
-// buffer of r's, valid until the next call.
-func (r *Reader) Of(doc []byte, isJSON bool) []byte {
+// (Encoder.PayloadJSON's; isJSON false when that failed), with its
+// top-level members when known (Encoder.PayloadMembers; nil: doc is read
+// for them). It returns a buffer of r's, valid until the next call.
+func (r *Reader) Of(doc []byte, isJSON bool, members []jsonscan.Member) []byte {
 	r.value = r.value[:0]
 	for i, path := range r.paths {
 		if i > 0 {
 			r.value = append(r.value, Sep...)
 		}
-		r.value = r.appendField(r.value, doc, isJSON, path)
+		r.value = r.appendField(r.value, doc, isJSON, members, path)
 	}
 	return r.value
 }
 
 // appendField appends the segment of the field at path of doc.
-func (r *Reader) appendField(dst, doc []byte, isJSON bool, path []string) []byte {
+func (r *Reader) appendField(dst, doc []byte, isJSON bool, members []jsonscan.Member, path []string) []byte {
 	if !isJSON {
 		return append(dst, r.def...)
 	}
-	start, end, found := jsonscan.Lookup(doc, path)
+	var start, end int
+	var found bool
+	if members != nil {
+		start, end, found = jsonscan.LookupMembers(doc, members, path)
+	} else {
+		start, end, found = jsonscan.Lookup(doc, path)
+	}
 	if !found {
 		return append(dst, r.def...)
 	}

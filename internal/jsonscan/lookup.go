@@ -22,6 +22,34 @@ func Lookup(doc []byte, path []string) (start, end int, ok bool) {
 	return start, end, len(path) > 0
 }
 
+// LookupMembers is Lookup in doc whose top-level members (as a Scanner
+// with Record noted them) are members: the first name of path is found
+// among them without reading their values.
+func LookupMembers(doc []byte, members []Member, path []string) (start, end int, ok bool) {
+	if len(path) == 0 {
+		return 0, 0, false
+	}
+	var text []byte
+	for i := len(members) - 1; i >= 0; i-- { // the last one of a name counts
+		m := members[i]
+		lit := doc[m.KeyStart:m.KeyEnd]
+		same := string(lit[1:len(lit)-1]) == path[0]
+		if NeedsUnquote(lit) {
+			text = AppendUnquote(text[:0], lit)
+			same = string(text) == path[0]
+		}
+		if !same {
+			continue
+		}
+		if len(path) == 1 {
+			return m.ValStart, m.ValEnd, true
+		}
+		s, e, found := Lookup(doc[m.ValStart:m.ValEnd], path[1:])
+		return m.ValStart + s, m.ValStart + e, found
+	}
+	return 0, 0, false
+}
+
 // member returns the span of the last member called name of the object
 // starting at doc[i].
 func member(doc []byte, i int, name string) (start, end int, found bool) {

@@ -33,6 +33,16 @@ func TestLookup(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("Lookup(%s) = %q, want %q", tc.path, got, tc.want)
 		}
+		sc := Scanner{Record: true}
+		compact, _, _ := sc.AppendCompact(nil, []byte(doc))
+		s, e, ok = LookupMembers(compact, sc.Members, strings.Split(tc.path, "."))
+		got = ""
+		if ok {
+			got = string(compact[s:e])
+		}
+		if got != tc.want {
+			t.Errorf("LookupMembers(%s) = %q, want %q", tc.path, got, tc.want)
+		}
 	}
 	for _, notObject := range []string{`[1]`, `"x"`, `1`, `null`, ``} {
 		if _, _, ok := Lookup([]byte(notObject), []string{"a"}); ok {
@@ -55,6 +65,13 @@ func FuzzLookup(f *testing.F) {
 		}
 		parts := strings.Split(path, ".")
 		s, e, found := Lookup(doc, parts)
+		rec := Scanner{Record: true}
+		if _, ok, _ := rec.AppendCompact(nil, doc); ok {
+			ms, me, mfound := LookupMembers(doc, rec.Members, parts)
+			if mfound != found || found && (ms != s || me != e) {
+				t.Fatalf("LookupMembers(%q, %q) = %d..%d %v, Lookup %d..%d %v", doc, path, ms, me, mfound, s, e, found)
+			}
+		}
 		var v any
 		if err := json.Unmarshal(doc, &v); err != nil {
 			return

@@ -130,13 +130,23 @@ func (o ClientOptions) check() error {
 }
 
 // transportOptions set up the SDK's HTTP transport: the response header
-// timeout, and connections that take a body from its own memory.
+// timeout, connections that take a body from its own memory, and room to
+// keep the connections of a run's concurrent PUTs (its partitions', and
+// the value objects of each one's unit) for the next ones, where the SDK's
+// default keeps 10 and dials (and, over TLS, handshakes) the rest again.
 func transportOptions(responseHeaderTimeout time.Duration) func(*http.Transport) {
 	return func(tr *http.Transport) {
 		tr.ResponseHeaderTimeout = responseHeaderTimeout
 		tr.DialContext = dialBodyConn(tr.DialContext)
+		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, idleConnsPerHost)
+		if tr.MaxIdleConns != 0 {
+			tr.MaxIdleConns = max(tr.MaxIdleConns, idleConnsPerHost)
+		}
 	}
 }
+
+// idleConnsPerHost is how many idle connections to the store are kept.
+const idleConnsPerHost = 64
 
 // overTLS reports whether requests go over HTTPS: to endpoint, or to the
 // one the environment names, or to AWS's own (always HTTPS).

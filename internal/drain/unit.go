@@ -58,7 +58,7 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 		return res, el, err
 	}
 	body := man.Marshal() // sorts man.Objects by key
-	ow.unitValues = ow.unitValues[:0]
+	ow.unitValues = make([]string, 0, len(man.Objects)) // the unit's Written keeps it
 	for _, o := range man.Objects {
 		ow.unitValues = append(ow.unitValues, o.Key)
 	}

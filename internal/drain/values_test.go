@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/drain"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fields"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
@@ -324,5 +326,46 @@ func TestThousandValues(t *testing.T) {
 			t.Fatalf("%d value objects in %d units, want 5,000 in 6 (1,000 + 1,000 + 500 per partition: cut at 1,000 values)", objects, units)
 		}
 		t.Logf("%d messages in %d units of %d value objects", 5000, units, objects)
+	})
+}
+
+// writtenUnits records the units a run reports (drain.ObjectHook).
+type writtenUnits struct {
+	mu    sync.Mutex
+	units []drain.Written
+}
+
+func (w *writtenUnits) OnObject(_ batch.Partition, o drain.Written) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.units = append(w.units, o)
+}
+
+// TestWrittenUnitsNameTheirValueObjects: what a run reports of each unit
+// (what the table step registers) names that unit's own value objects, for
+// every unit of the run, after the run — not a later unit's.
+func TestWrittenUnitsNameTheirValueObjects(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		topic := "values-written"
+		w.produceValues(topic, 2, 200, 8, rand.New(rand.NewPCG(9, 9)))
+		rec := &writtenUnits{}
+		s := w.sink(w.config(valueSettings(w, topic, topic, "json_lines")), app.Options{Hooks: []drain.Hook{rec}})
+		if _, err := s.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.units) < 4 {
+			t.Fatalf("the run wrote %d units, want several per partition", len(rec.units))
+		}
+		for _, u := range rec.units {
+			if len(u.Values) == 0 {
+				t.Fatalf("unit %s names no value objects", u.Key)
+			}
+			for _, k := range u.Values {
+				n, ok := keys.ParseName(k)
+				if !ok || n.First != u.First || n.Last != u.Last || n.Manifest {
+					t.Fatalf("unit %s (offsets %d..%d) names %s, not one of its value objects", u.Key, u.First, u.Last, k)
+				}
+			}
+		}
 	})
 }

@@ -57,7 +57,7 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 	if err != nil {
 		return res, el, err
 	}
-	body := man.Marshal() // sorts man.Objects by key
+	body := man.Marshal()                               // sorts man.Objects by key
 	ow.unitValues = make([]string, 0, len(man.Objects)) // the unit's Written keeps it
 	for _, o := range man.Objects {
 		ow.unitValues = append(ow.unitValues, o.Key)

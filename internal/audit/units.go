@@ -110,15 +110,30 @@ func checkUnits(ctx context.Context, l Lister, p Partition, f *listed) (unitChec
 		key, hasUnit := units[unitID{v.Generation, v.First, v.Last}]
 		st := p.State
 		switch {
-		case hasUnit && f.voided[key]:
-			u.violate(v.Generation, "%s (offsets %d..%d) belongs to the voided unit %s: a run died writing the unit and its range could not be read again; its records may be in other objects too", k, v.First, v.Last, key)
-		case hasUnit:
+		case hasUnit && !f.voided[key]:
 			u.violate(v.Generation, "%s (offsets %d..%d) is not listed by its unit's manifest %s", k, v.First, v.Last, key)
 		case st != nil && st.Generation == v.Generation && st.HasIntent && st.IntentFirst == v.First && st.IntentLast == v.Last:
 			u.note(v.Generation, "%s (offsets %d..%d) belongs to the unfinished unit the state records (a run died writing it; the next run finishes it)", k, v.First, v.Last)
+		case overlapsData(f, v):
+			u.violate(v.Generation, "%s (offsets %d..%d) is listed by no unit's manifest, and other objects hold offsets of its range: its records may be archived twice", k, v.First, v.Last)
 		default:
-			u.violate(v.Generation, "%s (offsets %d..%d) is listed by no unit's manifest", k, v.First, v.Last)
+			// A run died writing its unit, whose range could not be read
+			// again (Iggy deleted it, or the topic was re-created) or whose
+			// intent a replaced state table lost: no other object holds
+			// its offsets.
+			u.note(v.Generation, "%s (offsets %d..%d) is left of a unit a run died writing, whose range was not archived again: its records are in no other object (the offsets are a gap of the archive)", k, v.First, v.Last)
 		}
 	}
 	return u, nil
+}
+
+// overlapsData reports whether a data object or a unit of v's generation
+// (not voided) holds offsets of v's range.
+func overlapsData(f *listed, v Range) bool {
+	for _, r := range f.ranges {
+		if r.Generation == v.Generation && !r.Gap && !f.voided[r.Key] && r.First <= v.Last && v.First <= r.Last {
+			return true
+		}
+	}
+	return false
 }

@@ -201,9 +201,7 @@ func newModel(t *testing.T, seed uint64, lake *modelLake) *model {
 		m.ops.rng = rand.New(rand.NewPCG(seed, 0x1ce))
 		m.note("table_format iceberg")
 	}
-	if !m.iceberg {
-		m.splitByValues()
-	}
+	m.splitByValues()
 	m.reconfigure()
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("MODEL_SCHEDULE") != "" {

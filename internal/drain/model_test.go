@@ -371,7 +371,11 @@ func (m *model) change(round int) {
 	// Replaced before or after a re-creation, or both in one round: the
 	// fresh state item goes on with the generation S3 ties to the live
 	// incarnation (issue 21, item 2).
-	if round > 0 && len(m.earlier) == 0 && m.rng.IntN(8) == 0 {
+	// Never in a schedule split by values: a replaced state table loses
+	// the intent of a unit a run died writing, whose range is then read
+	// again with other boundaries beside the value objects it left (a
+	// known limit, docs/guarantee.md; the audit reports them).
+	if round > 0 && len(m.earlier) == 0 && m.rng.IntN(8) == 0 && m.values == nil {
 		m.replaced = true
 		m.set["SINK_STATE_TABLE"] += "-replaced"
 		m.note("round %d: the state table replaced by an empty one", round)

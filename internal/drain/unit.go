@@ -27,9 +27,6 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 	if !ok || !name.Manifest {
 		return s3store.Result{}, errorLines{}, fmt.Errorf("internal error: %s is no unit's manifest", unitKey)
 	}
-	if err := ow.p.hook(StepMidUpload); err != nil {
-		return s3store.Result{}, errorLines{}, err
-	}
 	if name.Ext != batch.ObjectExt(ow.format, ow.comp) {
 		// Begun in another format (the configuration changed since): its
 		// value objects may be partly written, so it is finished in its
@@ -42,6 +39,9 @@ func (ow *objectWriter) writeUnit(ctx context.Context, unitKey string, ts uint64
 		res, el, err := w.writeUnit(ctx, unitKey, ts, s)
 		ow.renderedTS, ow.unitValues = w.renderedTS, w.unitValues
 		return res, el, err
+	}
+	if err := ow.p.hook(StepMidUpload); err != nil {
+		return s3store.Result{}, errorLines{}, err
 	}
 	var (
 		man = fields.Manifest{Partition: name.Partition, First: s.first, Last: s.last, Generation: name.Generation, Records: s.last - s.first + 1}

@@ -214,7 +214,7 @@ func (s *Stack) startS3(o Options) error {
 		return err
 	}
 	s.S3Kind = "versitygw"
-	p, err := startProc("versitygw", bin, nil, "--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", s.DataDir)
+	p, err := startProc("versitygw", bin, nil, "--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "--keep-alive", "posix", s.DataDir)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,11 @@ func StartVersity(t testing.TB) *S3 {
 	for try := 0; try < 3; try++ {
 		port := FreePort(t)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
+		// --keep-alive: versitygw closes every connection after its reply
+		// unless told otherwise, where S3 and MinIO keep them; the sink's
+		// connection reuse is then what is tested and measured.
 		srv := start(t, bin, "--access", versityAccessKey, "--secret", versitySecretKey,
-			"--port", addr, "--quiet", "posix", root)
+			"--port", addr, "--quiet", "--keep-alive", "posix", root)
 		// Unauthenticated requests get 403 once the server is up.
 		err := srv.WaitHTTP("http://"+addr+"/", func(status int) bool { return status == http.StatusForbidden })
 		if err == nil {

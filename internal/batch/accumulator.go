@@ -88,10 +88,13 @@ type Accumulator struct {
 	lastTS    uint64
 	spilled   bool
 	rejected  bool
-	// part is set on the accumulator of one value of a Split: its size
-	// limit holds even when it is empty (the unit is not), and its buffer
-	// grows as it fills instead of being sized for a whole object.
+	// part is set on the accumulator of one value of a Split while its
+	// unit is not empty: its size limit holds even when it is empty.
 	part bool
+	// value is set on every accumulator of a Split: its buffer comes from
+	// partBuffers and grows through them as it fills, instead of being
+	// sized for a whole object.
+	value bool
 }
 
 // NewAccumulator returns an empty accumulator. keepLimit bounds the bytes
@@ -141,6 +144,9 @@ func (a *Accumulator) Add(m *Message) (bool, error) {
 	}
 	if a.pq != nil {
 		return a.addParquet(m)
+	}
+	if a.value && !a.spilled {
+		a.reserve(len(m.Payload) + 2*len(m.Headers) + recordSlack)
 	}
 	target, lines := a.buf, a.errs
 	if a.spilled {
@@ -238,14 +244,9 @@ func (a *Accumulator) note(m *Message) {
 // filling it never copies: the size threshold (up to keepLimit) when
 // rotating by size, else a modest start that append grows.
 func (a *Accumulator) presize() {
-	if a.part {
-		// A value's object grows as it fills; it starts from a buffer
-		// another value gave back, when there is one.
-		if cap(a.buf) < minPart {
-			if b := takePartBuffer(); b != nil {
-				a.buf = append(b, a.buf...)
-			}
-		}
+	if a.value {
+		// A value's object grows as it fills (see reserve).
+		a.reserve(0)
 		return
 	}
 	if a.keep <= 0 {
@@ -308,43 +309,86 @@ func putBuffer(b []byte) {
 }
 
 // partBuffers recycles the buffers of a Split's values, which are smaller
-// than objectBuffers keeps: a run drains unit after unit, and a partition
-// after another, each with a value object per value. They hold at most
+// than objectBuffers keeps and grow as their values fill: a run drains unit
+// after unit, and a partition after another, each with an object per
+// value, and a value's buffer outgrown is another's to fill. Buffers are
+// kept by size class (minPart << c bytes and more in class c), at most
 // partPoolBytes together.
 var partBuffers struct {
-	mu    sync.Mutex
-	bufs  [][]byte
-	bytes int64
+	mu      sync.Mutex
+	classes [partClasses][][]byte
+	bytes   int64
 }
 
 const (
 	minPart       = 64 << 10
+	partClasses   = 10 // up to 32 MiB, a unit's most
 	partPoolBytes = 64 << 20
+	// recordSlack is room, beyond its payload and headers, that a record
+	// takes in a value's buffer: its metadata, escapes aside (append grows
+	// the buffer for those, as for any slice).
+	recordSlack = 1 << 10
 )
 
-func takePartBuffer() []byte {
-	partBuffers.mu.Lock()
-	defer partBuffers.mu.Unlock()
-	n := len(partBuffers.bufs)
-	if n == 0 {
-		return nil
+// reserve makes room for n more bytes in a value's buffer: a buffer of
+// twice the size, or more, from partBuffers takes its bytes, and the
+// outgrown one goes back there.
+func (a *Accumulator) reserve(n int) {
+	if cap(a.buf)-len(a.buf) >= n && cap(a.buf) >= minPart {
+		return
 	}
-	b := partBuffers.bufs[n-1]
-	partBuffers.bufs = partBuffers.bufs[:n-1]
-	partBuffers.bytes -= int64(cap(b))
-	return b[:0]
+	b := takePartBuffer(max(2*cap(a.buf), len(a.buf)+n, minPart))
+	b = append(b, a.buf...)
+	putPartBuffer(a.buf)
+	a.buf = b
 }
 
+// partClass is the smallest class whose every buffer holds n bytes
+// (partClasses when none does).
+func partClass(n int) int {
+	c := 0
+	for c < partClasses && minPart<<c < n {
+		c++
+	}
+	return c
+}
+
+// takePartBuffer returns an empty buffer of at least want bytes, kept or
+// new (rounded up to its class, so that it is kept in that class later).
+func takePartBuffer(want int) []byte {
+	c := partClass(want)
+	if c == partClasses {
+		return make([]byte, 0, want)
+	}
+	partBuffers.mu.Lock()
+	for k := c; k < min(c+2, partClasses); k++ { // not much bigger than asked
+		if bufs := partBuffers.classes[k]; len(bufs) > 0 {
+			b := bufs[len(bufs)-1]
+			partBuffers.classes[k] = bufs[:len(bufs)-1]
+			partBuffers.bytes -= int64(cap(b))
+			partBuffers.mu.Unlock()
+			return b[:0]
+		}
+	}
+	partBuffers.mu.Unlock()
+	return make([]byte, 0, minPart<<c)
+}
+
+// putPartBuffer keeps b for takePartBuffer, in the largest class it fills.
 func putPartBuffer(b []byte) {
 	if cap(b) < minPart {
 		return
+	}
+	c := partClass(cap(b) + 1)
+	if c > 0 {
+		c-- // the largest class whose size b holds
 	}
 	partBuffers.mu.Lock()
 	defer partBuffers.mu.Unlock()
 	if partBuffers.bytes+int64(cap(b)) > partPoolBytes {
 		return
 	}
-	partBuffers.bufs = append(partBuffers.bufs, b[:0])
+	partBuffers.classes[c] = append(partBuffers.classes[c], b[:0])
 	partBuffers.bytes += int64(cap(b))
 }
 
@@ -352,7 +396,7 @@ func putPartBuffer(b []byte) {
 // Render or Bytes returned must not be used after it. The accumulator
 // stays usable (as a new one).
 func (a *Accumulator) Release() {
-	if a.part {
+	if a.value {
 		putPartBuffer(a.buf)
 	} else {
 		putBuffer(a.buf)

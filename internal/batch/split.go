@@ -102,7 +102,7 @@ func (s *Split) take() *Accumulator {
 		return a
 	}
 	a := NewAccumulator(s.enc, Rotation{}, s.keep)
-	a.part = true
+	a.part, a.value = true, true
 	return a
 }
 

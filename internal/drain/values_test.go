@@ -27,7 +27,8 @@ var countryValues = []struct {
 	segment string // the folder segment it must land in
 }{
 	{`"DE"`, "DE"}, {`"FR"`, "FR"}, {`"US"`, "US"}, {`"São Paulo"`, "S%C3%A3o%20Paulo"}, {`"a/../b"`, "a%2F..%2Fb"},
-	{`"_errors"`, "%5Ferrors"}, {``, keys.DefaultValueSegment}, {`null`, keys.DefaultValueSegment}, {`42`, "42"}, {`{"x":1}`, keys.DefaultValueSegment},
+	{`"_errors"`, "%5Ferrors"}, {``, keys.DefaultValueSegment}, {`null`, keys.DefaultValueSegment}, {`""`, keys.DefaultValueSegment}, {`42`, "42"},
+	{`{"x":1}`, keys.DefaultValueSegment},
 }
 
 // produceValues appends n messages to every partition of topic, each with a

@@ -321,8 +321,8 @@ var partBuffers struct {
 }
 
 const (
-	minPart       = 64 << 10
-	partClasses   = 10 // up to 32 MiB, a unit's most
+	minPart       = 4 << 10 // a unit of many values holds many small ones
+	partClasses   = 14      // up to 32 MiB, a unit's most
 	partPoolBytes = 64 << 20
 	// recordSlack is room, beyond its payload and headers, that a record
 	// takes in a value's buffer: its metadata, escapes aside (append grows

@@ -48,6 +48,8 @@ func (m *model) splitByValues() {
 			return b
 		case "null":
 			return append([]byte(`{"c":null,`), b[1:]...)
+		case "empty":
+			return append([]byte(`{"c":"",`), b[1:]...)
 		default:
 			return append(fmt.Appendf(nil, `{"c":%q,`, v), b[1:]...)
 		}
@@ -64,6 +66,9 @@ func (m *model) drawValues(round int) {
 	vals := []string{""}
 	if vr.IntN(3) == 0 {
 		vals = append(vals, "null")
+	}
+	if vr.IntN(3) == 0 {
+		vals = append(vals, "empty") // the default folder too
 	}
 	for i := 1 + vr.IntN(7); i > 0; i-- {
 		vals = append(vals, "v"+strconv.Itoa(vr.IntN(9)))

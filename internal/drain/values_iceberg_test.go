@@ -67,14 +67,14 @@ func TestValueTables(t *testing.T) {
 			t.Skip("needs a real S3 server and the Iceberg tools")
 		}
 		topic := "values-table"
-		want := w.produceValues(topic, 2, 90, 8, rand.New(rand.NewPCG(4, 4))) // strings, none, null
+		want := w.produceValues(topic, 2, 90, 9, rand.New(rand.NewPCG(4, 4))) // strings, none, null, ""
 		set := valueSettings(w, topic, topic, "parquet")
 		w.withIceberg(set)
 		s := w.sink(w.config(set), app.Options{})
 		w.drainUntilQuiet(s, topic, 20)
 		// A second round: the table's next commit registers what the run
 		// wrote (several units per partition), not the archive's listing.
-		more := w.produceValues(topic, 2, 90, 8, rand.New(rand.NewPCG(5, 5)))
+		more := w.produceValues(topic, 2, 90, 9, rand.New(rand.NewPCG(5, 5)))
 		for p := range want {
 			want[p] = append(want[p], more[p]...)
 		}

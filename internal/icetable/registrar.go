@@ -407,6 +407,9 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrSchema, paths[i], err)
 			}
+			if df, err = nullForEmpty(df, spec, sc, r.Values); err != nil {
+				return err
+			}
 			dfs[i] = df
 			return nil
 		})

@@ -222,9 +222,10 @@ func Compact(ctx context.Context, cat Catalog, ident table.Identifier, opts ...C
 	return out, err
 }
 
-// rewriteGroup writes the rows of one group's files into new files: one
-// when the group's spec is the table's (its rows share one partition),
-// else one per partition of the current spec.
+// rewriteGroup writes the rows of one group's files into new files, one
+// per partition of the current spec their rows hold: one, mostly, but the
+// sink's default folder of a payload field holds its empty strings in the
+// null partition (Hive's), and a rewrite moves them to their own.
 func rewriteGroup(ctx context.Context, tbl *table.Table, group []table.FileScanTask, copies func(int64, int64) int) ([]iceberg.DataFile, error) {
 	sc, records, err := tbl.Scan().ReadTasks(ctx, group)
 	if err != nil {
@@ -234,9 +235,6 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, group []table.FileScanT
 		records = withCopies(ctx, records, copies)
 	}
 	wopts := []table.WriteRecordOption{table.WithTargetFileSize(math.MaxInt64 / 2)}
-	if spec := tbl.Spec(); int(group[0].File.SpecID()) == spec.ID() {
-		wopts = append(wopts, table.WithClusteredWrite())
-	}
 	var added []iceberg.DataFile
 	for df, err := range table.WriteRecords(ctx, tbl, sc, records, wopts...) {
 		if err != nil {

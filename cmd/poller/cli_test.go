@@ -211,7 +211,7 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{cmd: "check", says: "the state table", not: []string{"-create-table", "-interval"}},
 		{cmd: "audit", says: "no unreported gap", own: []string{"-json"}, not: []string{"-create-table"}},
 		{cmd: "status", says: "the lag", not: []string{"-json", "-create-table"}},
-		{cmd: "render", says: "from stdin", own: []string{"-envelope", "-stream", "-topic", "-partition", "-offset", "-time", "-errors"}, not: []string{"-json"}},
+		{cmd: "render", says: "from stdin", own: []string{"-envelope", "-stream", "-topic", "-partition", "-offset", "-time", "-errors", "-value"}, not: []string{"-json"}},
 		{cmd: "local", says: "make local", own: []string{"-env-file"}, noConfig: true},
 		{cmd: "demo", says: "self-contained", noConfig: true},
 		{cmd: "version", says: "VCS commit", noFlagsAt: true},

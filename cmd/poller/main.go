@@ -158,6 +158,7 @@ type options struct {
 	envelope          bool
 	stream, topic, at string
 	errorsFile        string
+	value             string
 	partition         uint
 	offset            uint64
 	// local
@@ -176,7 +177,7 @@ var commandFlags = map[string][]string{
 	"once":   {"create-table", "metrics"},
 	"run":    {"interval", "create-table", "metrics"},
 	"audit":  {"json"},
-	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors"},
+	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors", "value"},
 	"local":  {"env-file"},
 }
 
@@ -207,6 +208,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.UintVar(&o.partition, "partition", 0, "render: partition id")
 	fs.Uint64Var(&o.offset, "offset", 0, "render: offset of the first input line")
 	fs.StringVar(&o.at, "time", "", "render: server time of bare input lines, RFC 3339 (default: now)")
+	fs.StringVar(&o.value, "value", "", `render, under a path_template with {payload.<path>}: the value whose object to write, its folder segment as in the key (several fields' joined by /); default: the first message's`)
 	fs.StringVar(&o.errorsFile, "errors", "", `render: write the error object (invalid_payload = "error_object": the records that could not be written, JSON Lines) to this file`)
 	fs.BoolVar(&o.json, "json", false, "audit: print the report as one JSON document (progress lines still go to stderr)")
 	fs.StringVar(&o.envFile, "env-file", "local.env", "local: file to write the environment to (removed on exit)")

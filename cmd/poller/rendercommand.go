@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/logging"
@@ -20,7 +21,7 @@ func (c *command) render(ctx context.Context) int {
 		return 2
 	}
 	o := ops.RenderOptions{Envelope: c.opts.envelope, Stream: c.opts.stream, Topic: c.opts.topic,
-		Partition: uint32(c.opts.partition), FirstOffset: c.opts.offset}
+		Partition: uint32(c.opts.partition), FirstOffset: c.opts.offset, Value: c.opts.value}
 	if c.opts.at != "" {
 		t, err := time.Parse(time.RFC3339Nano, c.opts.at)
 		if err != nil {
@@ -56,6 +57,15 @@ func (c *command) render(ctx context.Context) int {
 		fmt.Fprintf(c.stderr, "note: %d records could not be written and would go to the error object s3://%s/%s (-errors FILE writes it)\n", res.Rejected, cfg.Plugin.Bucket, res.ErrorsKey)
 	case res.InvalidPayloads > 0:
 		fmt.Fprintf(c.stderr, "note: %d payloads are not valid JSON and were kept as base64 strings (invalid_payload = %q)\n", res.InvalidPayloads, cfg.Plugin.InvalidPayload)
+	}
+	if len(res.Values) > 1 {
+		others := make([]string, 0, len(res.Values)-1)
+		for _, v := range res.Values {
+			if v.Value != res.Value {
+				others = append(others, fmt.Sprintf("%s (%d)", v.Value, v.Records))
+			}
+		}
+		fmt.Fprintf(c.stderr, "note: this is the object of the value %s; the sink splits these messages into an object per value, also %s (-value picks one)\n", res.Value, strings.Join(others, ", "))
 	}
 	if res.Objects > 1 {
 		fmt.Fprintf(c.stderr, "note: the sink would write these messages as %d objects (rotation); this is all of them in one\n", res.Objects)

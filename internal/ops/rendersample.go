@@ -15,6 +15,8 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/config"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/fields"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/keys"
 )
 
 // maxRenderLine is the longest input line Render accepts (Iggy's largest
@@ -39,6 +41,16 @@ type RenderOptions struct {
 	// "error_object"): the records rejected to it, as JSON Lines. Nil
 	// discards it (RenderResult still counts them).
 	Errors io.Writer
+	// Value picks, under a path template with payload fields, whose
+	// object is rendered: the value's folder segment as the key has it
+	// (several fields' joined by "/"). Empty: the first message's.
+	Value string
+}
+
+// ValueRecords is how many of the messages a value holds.
+type ValueRecords struct {
+	Value   string
+	Records int
 }
 
 // RenderResult describes the object Render wrote.
@@ -56,6 +68,11 @@ type RenderResult struct {
 	// its key ("" when there is none).
 	Rejected  int
 	ErrorsKey string
+	// Values are the messages' values, in the order of their first
+	// message, under a path template with payload fields (the unit's
+	// objects, of which Render wrote Value's); nil otherwise.
+	Values []ValueRecords
+	Value  string
 }
 
 // Render reads messages from in, one per line, and writes to out the object
@@ -99,6 +116,23 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	if err != nil {
 		return res, err
 	}
+	namer := app.Names(cfg)
+	names := namer.Partition(o.Stream, o.Topic, o.Partition)
+	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
+	res.Key = names.Object(first, last, ts)
+	if namer.HasValues() {
+		// The unit is an object per value, named after the unit.
+		if msgs, res.Value, res.Values, err = valueRecords(p, bo, namer, msgs, o.Value); err != nil {
+			return res, err
+		}
+		key, ok := names.ValueObject(res.Key, ts, fields.Segments(res.Value))
+		if !ok {
+			return res, fmt.Errorf("render: no object of the value %q in the unit %s", res.Value, res.Key)
+		}
+		res.Key = key
+	} else if o.Value != "" {
+		return res, fmt.Errorf("render: -value %q: path_template %q has no payload field ({payload.<path>})", o.Value, cfg.Plugin.PathTemplate)
+	}
 	r, err := renderObject(p, bo, cfg, msgs)
 	if err != nil {
 		return res, err
@@ -106,12 +140,12 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	if _, err := out.Write(r.body); err != nil {
 		return res, fmt.Errorf("render: write: %w", err)
 	}
-	names := app.Names(cfg).Partition(o.Stream, o.Topic, o.Partition)
-	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
-	res.Key = names.Object(first, last, ts)
 	res.Messages, res.Bytes, res.InvalidPayloads, res.Rejected = len(msgs), len(r.body), r.invalid, r.rejected
 	if r.rejected > 0 {
 		res.ErrorsKey = names.Errors(first, last, ts)
+		if k, ok := namer.ErrorsKey(res.Key); ok && namer.HasValues() {
+			res.ErrorsKey = k // a value object's error object is named after it
+		}
 		if o.Errors != nil {
 			if _, err := o.Errors.Write(r.errs); err != nil {
 				return res, fmt.Errorf("render: write the error object: %w", err)
@@ -119,6 +153,47 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 		}
 	}
 	return res, nil
+}
+
+// valueRecords returns the messages of one value, want's (the first
+// message's when want is ""), with every value's count, as the sink
+// splits a unit under a path template with payload fields.
+func valueRecords(p batch.Partition, bo batch.Options, n *keys.Namer, msgs []batch.Message, want string) ([]batch.Message, string, []ValueRecords, error) {
+	enc, err := batch.NewEncoder(p, bo)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	enc.RecordMembers()
+	r := fields.New(n.PayloadFields(), n.DefaultSegment())
+	of := make([]string, len(msgs))
+	idx := map[string]int{}
+	var counts []ValueRecords
+	for i := range msgs {
+		v := r.Value(enc, &msgs[i])
+		of[i] = v
+		if _, seen := idx[v]; !seen {
+			idx[v] = len(counts)
+			counts = append(counts, ValueRecords{Value: v})
+		}
+		counts[idx[v]].Records++
+	}
+	if want == "" {
+		want = counts[0].Value
+	}
+	if _, ok := idx[want]; !ok {
+		names := make([]string, len(counts))
+		for i, c := range counts {
+			names[i] = c.Value
+		}
+		return nil, "", counts, fmt.Errorf("render: -value %q: no message has it; the messages' values (folder segments) are %q", want, names)
+	}
+	var picked []batch.Message
+	for i := range msgs {
+		if of[i] == want {
+			picked = append(picked, msgs[i])
+		}
+	}
+	return picked, want, counts, nil
 }
 
 // rendered is one object Render made, with its error object.

@@ -110,6 +110,47 @@ func TestRenderMatchesTheSink(t *testing.T) {
 	}
 }
 
+// TestRenderMatchesTheSinkByValue: under a path template with a payload
+// field, render writes one value's object of the unit (the first
+// message's, or -value's), byte for byte the sink's, under its key, and
+// lists the unit's values; a value no message has is refused, naming
+// those there are.
+func TestRenderMatchesTheSinkByValue(t *testing.T) {
+	for _, format := range []string{"json_lines", "parquet"} {
+		t.Run(format, func(t *testing.T) {
+			env := map[string]string{"SINK_OUTPUT_FORMAT": format, "SINK_PATH_TEMPLATE": "{stream}/{topic}/id={payload.id}/{date}"}
+			cfg, _, bodies, addr := sinkObject(t, env, "")
+			input := envelopes(t, addr)
+			wantValues := []ValueRecords{{"1", 1}, {"2", 1}, {keys.DefaultValueSegment, 2}, {"4", 1}}
+			for _, v := range wantValues {
+				var out bytes.Buffer
+				value := v.Value
+				if value == "1" {
+					value = "" // the first message's
+				}
+				res, err := Render(cfg, strings.NewReader(input), &out, RenderOptions{Envelope: true, Partition: 1, Value: value})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, ok := bodies[res.Key]
+				if !ok {
+					t.Fatalf("render names %s, which the sink did not write (it wrote %d objects)", res.Key, len(bodies))
+				}
+				if !strings.Contains(res.Key, "/id="+v.Value+"/") || !bytes.Equal(out.Bytes(), want) {
+					t.Fatalf("render of %s differs from the sink's object %s", v.Value, res.Key)
+				}
+				if res.Value != v.Value || res.Messages != v.Records || fmt.Sprint(res.Values) != fmt.Sprint(wantValues) {
+					t.Fatalf("render result %+v, want value %s of %d records among %v", res, v.Value, v.Records, wantValues)
+				}
+			}
+			_, err := Render(cfg, strings.NewReader(input), new(bytes.Buffer), RenderOptions{Envelope: true, Partition: 1, Value: "DE"})
+			if err == nil || !strings.Contains(err.Error(), `"DE"`) || !strings.Contains(err.Error(), `"4"`) {
+				t.Fatalf("render of a value no message has: %v, want an error naming it and the messages' values", err)
+			}
+		})
+	}
+}
+
 // sinkObject appends renderInputs to partition 1 of a broker, runs the sink
 // with the environment env (and TOML file) into an in-process S3, and
 // returns the configuration, the one data object's key, every object's
@@ -163,7 +204,7 @@ func sinkObject(t *testing.T, env map[string]string, file string) (*config.Confi
 		t.Fatal(err)
 	}
 	sum, err := sink.Run(context.Background())
-	if err != nil || sum.Objects != 1 {
+	if err != nil || sum.Objects != 1 && !app.Names(cfg).HasValues() {
 		t.Fatalf("sink run: %d objects, %v", sum.Objects, err)
 	}
 	var key string

@@ -14,6 +14,11 @@ type Message struct {
 	Headers []byte
 	// Payload is the message body as the producer sent it.
 	Payload []byte
+	// ID is the message's id as the server holds it (a u128, little
+	// endian), and OriginTimestamp the producer's time (µs): a replay
+	// into Iggy finds what it produced by them.
+	ID              [16]byte
+	OriginTimestamp uint64
 	// prepared: Payload is what Encoder.PayloadJSON made of it (see
 	// Prepared), so rendering it skips the scan and the transforms.
 	prepared bool

@@ -104,6 +104,7 @@ func TestConformance(t *testing.T) {
 			t.Run("resolve", func(t *testing.T) { conformResolve(t, tg) })
 			t.Run("poll and offsets", func(t *testing.T) { conformPoll(t, tg) })
 			t.Run("group members share the partitions", func(t *testing.T) { conformGroup(t, tg) })
+			t.Run("send", func(t *testing.T) { conformSend(t, tg) })
 		})
 	}
 }
@@ -191,6 +192,57 @@ func conformPoll(t *testing.T, tg target) {
 	}
 	if err := c.Leave(ctx, tp); err != nil {
 		t.Fatalf("leaving twice: %v", err)
+	}
+}
+
+// conformSend: messages sent to a partition land after its messages, in
+// order, with their payloads, headers, ids and origin times (a replay
+// finds what it produced by them); a message without an id gets one.
+func conformSend(t *testing.T, tg target) {
+	f := tg.fixture(t, 2, 3)
+	c := tg.open(t)
+	ctx := context.Background()
+	tp, err := c.Topic(ctx, f.stream, f.topic, "send-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := uint64(time.Date(2026, 3, 16, 14, 2, 31, 0, time.UTC).UnixMicro())
+	var out []Outgoing
+	for i := range 4 {
+		m := Outgoing{Payload: fmt.Appendf(nil, `{"sent":%d}`, i), OriginTimestamp: origin + uint64(i)*1500}
+		if i < 3 {
+			m.ID = [16]byte{0: byte(i + 1), 15: 0x7f}
+		}
+		if i%2 == 0 {
+			m.Headers = iggytest.AppendHeader(nil, iggytest.HeaderString, []byte("k"), iggytest.HeaderString, fmt.Appendf(nil, "s%d", i))
+		}
+		out = append(out, m)
+	}
+	first, known, err := c.Send(ctx, tp, 1, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantKnown := tg.protocol != "Iggy 0.8"; known != wantKnown || known && first != 3 {
+		t.Fatalf("send: first offset %d (known %v), want 3 (known %v)", first, known, wantKnown)
+	}
+	if err := c.Join(ctx, tp); err != nil {
+		t.Fatal(err)
+	}
+	got, owned, err := c.Poll(ctx, tp, 1, 3, 10, nil)
+	if err != nil || !owned || len(got) != len(out) {
+		t.Fatalf("poll after the send: %d messages, owned=%v, %v", len(got), owned, err)
+	}
+	for i, m := range got {
+		w := out[i]
+		if m.Offset != uint64(3+i) || !bytes.Equal(m.Payload, w.Payload) || !bytes.Equal(m.Headers, w.Headers) || m.OriginTimestamp != w.OriginTimestamp {
+			t.Fatalf("message %d: offset %d payload %q headers %x origin %d; want %d %q %x %d", i, m.Offset, m.Payload, m.Headers, m.OriginTimestamp, 3+i, w.Payload, w.Headers, w.OriginTimestamp)
+		}
+		if w.ID != ([16]byte{}) && m.ID != w.ID || w.ID == ([16]byte{}) && m.ID == ([16]byte{}) {
+			t.Fatalf("message %d: id %x, sent %x", i, m.ID, w.ID)
+		}
+	}
+	if _, _, err := c.Send(ctx, tp, 1, nil); err == nil {
+		t.Fatal("a send of no messages was accepted")
 	}
 }
 

@@ -111,6 +111,9 @@ type backend interface {
 	poll(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32, dst []batch.Message, buf *[]byte) ([]batch.Message, bool, error)
 	storedOffset(ctx context.Context, t *Topic, p uint32) (uint64, bool, error)
 	storeOffset(ctx context.Context, t *Topic, p uint32, offset uint64) error
+	// send appends msgs to partition p as one batch; known reports that
+	// the server said at which offset the first landed.
+	send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) (first uint64, known bool, err error)
 	lost() bool
 	close()
 }

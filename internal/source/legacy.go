@@ -412,7 +412,8 @@ func (l *legacy) poll(ctx context.Context, t *Topic, p uint32, offset uint64, co
 			arena = append(arena, m.UserHeaders...)
 			headers = arena[start:len(arena):len(arena)]
 		}
-		dst = append(dst, batch.Message{Offset: m.Header.Offset, Timestamp: m.Header.Timestamp, Headers: headers, Payload: payload})
+		dst = append(dst, batch.Message{Offset: m.Header.Offset, Timestamp: m.Header.Timestamp, Headers: headers, Payload: payload,
+			ID: [16]byte(m.Header.Id), OriginTimestamp: m.Header.OriginTimestamp})
 	}
 	return dst, true, nil
 }

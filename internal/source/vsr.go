@@ -300,7 +300,7 @@ func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64
 		b.mu.Unlock()
 	}
 	err = rep.Messages(true, func(m *vsr.Message) error {
-		msg := batch.Message{Offset: m.Offset, Timestamp: m.Timestamp, Payload: m.Payload}
+		msg := batch.Message{Offset: m.Offset, Timestamp: m.Timestamp, Payload: m.Payload, ID: [16]byte(m.ID), OriginTimestamp: m.OriginTimestamp}
 		if len(m.Headers) > 0 {
 			msg.Headers = m.Headers
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -211,20 +212,47 @@ type Outgoing struct {
 	Payload []byte
 	// Headers are user headers in wire form (vsr.AppendHeader pairs).
 	Headers []byte
+	// ID is the message's id; zero: a random one.
+	ID vsr.U128
+	// OriginTimestamp is the producer's time (µs); zero: now.
+	OriginTimestamp uint64
 }
 
-// Send sends msgs to one partition as one batch, with random ids and the
-// current time as their origin time, and returns the base offset the
-// server confirmed (ok false when it reported the batch a duplicate).
+// ErrOriginSpan is a batch whose origin times span more than a frame's
+// u32 microseconds of delta (about 71 minutes) can say.
+var ErrOriginSpan = errors.New("iggy send: the messages' origin times span more than 2^32 µs (about 71 minutes), more than one batch can hold")
+
+// Send sends msgs to one partition as one batch, with their ids and origin
+// times (random ids and the current time where they have none), and
+// returns the base offset the server confirmed (ok false when it reported
+// the batch a duplicate). Origin times must not go back within the batch.
 func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partition uint32, msgs []Outgoing, pctx *vsr.PartitionContext) (base uint64, ok bool, err error) {
 	if len(msgs) == 0 {
 		return 0, false, errors.New("iggy send: no messages")
 	}
-	batch := vsr.BeginBatch(nil, vsr.BatchHeader{OriginTimestamp: uint64(time.Now().UnixMicro())})
-	for i, m := range msgs {
-		var id vsr.U128
-		_, _ = rand.Read(id[:])
-		batch = vsr.AppendFrame(batch, id, uint32(i), 0, m.Payload, m.Headers)
+	now := uint64(time.Now().UnixMicro())
+	origin := func(m *Outgoing) uint64 {
+		if m.OriginTimestamp == 0 {
+			return now
+		}
+		return m.OriginTimestamp
+	}
+	first := origin(&msgs[0])
+	batch := vsr.BeginBatch(nil, vsr.BatchHeader{OriginTimestamp: first})
+	for i := range msgs {
+		m := &msgs[i]
+		id := m.ID
+		if id == (vsr.U128{}) {
+			_, _ = rand.Read(id[:])
+		}
+		ts := origin(m)
+		if ts < first || ts-first > math.MaxUint32 {
+			if ts < first {
+				return 0, false, fmt.Errorf("iggy send: message %d's origin time %d is before the batch's first, %d", i, ts, first)
+			}
+			return 0, false, ErrOriginSpan
+		}
+		batch = vsr.AppendFrame(batch, id, uint32(i), uint32(ts-first), m.Payload, m.Headers)
 	}
 	vsr.SealBatch(batch)
 	body := vsr.AppendSend(nil, &vsr.Send{Stream: stream, Topic: topic, Partitioning: vsr.PartitioningPartition,

@@ -1065,18 +1065,9 @@ func (r *Registrar) misplaced(tbl *table.Table, live []iceberg.DataFile) []strin
 		if spec == nil {
 			continue
 		}
-		for _, v := range r.Values {
-			f, ok := sc.FindFieldByName(v)
-			if !ok {
-				continue
-			}
-			for _, pf := range spec.FieldsBySourceID(f.ID) {
-				if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
-					continue
-				}
-				if why := misplacedValue(df, f, pf); why != "" {
-					out = append(out, fmt.Sprintf("%s: %s", df.FilePath(), why))
-				}
+		for f, pf := range valuePartitionFields(sc, *spec, r.Values) {
+			if why := misplacedValue(df, f, pf); why != "" {
+				out = append(out, fmt.Sprintf("%s: %s", df.FilePath(), why))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package icetable
 
 import (
 	"fmt"
+	"iter"
 
 	"github.com/apache/iceberg-go"
 	"github.com/twmb/avro/atype"
@@ -21,19 +22,10 @@ import (
 func nullForEmpty(df iceberg.DataFile, spec iceberg.PartitionSpec, sc *iceberg.Schema, values []string) (iceberg.DataFile, error) {
 	part := df.Partition()
 	changed := false
-	for _, v := range values {
-		f, ok := sc.FindFieldByName(v)
-		if !ok {
-			continue
-		}
-		for _, pf := range spec.FieldsBySourceID(f.ID) {
-			if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
-				continue
-			}
-			if s, ok := part[pf.FieldID].(string); ok && s == "" {
-				part[pf.FieldID] = nil
-				changed = true
-			}
+	for _, pf := range valuePartitionFields(sc, spec, values) {
+		if s, ok := part[pf.FieldID].(string); ok && s == "" {
+			part[pf.FieldID] = nil
+			changed = true
 		}
 	}
 	if !changed {
@@ -79,4 +71,22 @@ func nullForEmpty(df iceberg.DataFile, spec iceberg.PartitionSpec, sc *iceberg.S
 		b.SortOrderID(*id)
 	}
 	return b.Build(), nil
+}
+
+// valuePartitionFields yields spec's identity fields on the columns of
+// the payload fields values names, with each column.
+func valuePartitionFields(sc *iceberg.Schema, spec iceberg.PartitionSpec, values []string) iter.Seq2[iceberg.NestedField, iceberg.PartitionField] {
+	return func(yield func(iceberg.NestedField, iceberg.PartitionField) bool) {
+		for _, v := range values {
+			f, ok := sc.FindFieldByName(v)
+			if !ok {
+				continue
+			}
+			for _, pf := range spec.FieldsBySourceID(f.ID) {
+				if _, identity := pf.Transform.(iceberg.IdentityTransform); identity && !yield(f, pf) {
+					return
+				}
+			}
+		}
+	}
 }

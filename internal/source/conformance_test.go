@@ -196,8 +196,9 @@ func conformPoll(t *testing.T, tg target) {
 }
 
 // conformSend: messages sent to a partition land after its messages, in
-// order, with their payloads, headers, ids and origin times (a replay
-// finds what it produced by them); a message without an id gets one.
+// order, with their payloads, headers, ids and origin times, in any order
+// (a replay finds what it produced by them); a message without an id gets
+// one.
 func conformSend(t *testing.T, tg target) {
 	f := tg.fixture(t, 2, 3)
 	c := tg.open(t)
@@ -212,6 +213,8 @@ func conformSend(t *testing.T, tg target) {
 		m := Outgoing{Payload: fmt.Appendf(nil, `{"sent":%d}`, i), OriginTimestamp: origin + uint64(i)*1500}
 		if i < 3 {
 			m.ID = [16]byte{0: byte(i + 1), 15: 0x7f}
+		} else {
+			m.OriginTimestamp = origin - 700 // another producer's, earlier: origin times need not increase
 		}
 		if i%2 == 0 {
 			m.Headers = iggytest.AppendHeader(nil, iggytest.HeaderString, []byte("k"), iggytest.HeaderString, fmt.Appendf(nil, "s%d", i))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	iggcon "github.com/apache/iggy/foreign/go/contracts"
+	ierror "github.com/apache/iggy/foreign/go/errors"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsr"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/iggy/vsrconn"
@@ -23,15 +24,19 @@ type Outgoing struct {
 	Payload []byte
 }
 
+// ErrDuplicate is a batch the server took for one it already has (0.9
+// and 0.10 deduplicate a connection's requests): nothing was appended.
+var ErrDuplicate = errors.New("the server reported the batch a duplicate of one it has, and appended nothing")
+
 // ErrOriginSpan is a batch whose origin times span more than a batch can
 // say (0.9/0.10: 2^32 µs, about 71 minutes): send it in parts.
 var ErrOriginSpan = vsrconn.ErrOriginSpan
 
 // Send appends msgs to partition p of t, in their order, as one batch. It
 // returns the offset the first landed at when the server says (0.9 and
-// 0.10 confirm it; 0.8 answers nothing, and known is false). Origin times
-// must not go back within msgs. Send needs no group membership: it is a
-// producer's call.
+// 0.10 confirm it, or report the batch a duplicate: ErrDuplicate; 0.8
+// answers nothing, and known is false). Send needs no group membership:
+// it is a producer's call.
 func (c *Conn) Send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) (first uint64, known bool, err error) {
 	if len(msgs) == 0 {
 		return 0, false, errors.New("iggy send: no messages")
@@ -53,10 +58,13 @@ func (b *vsrBackend) send(ctx context.Context, t *Topic, p uint32, msgs []Outgoi
 		pc.OwnerGeneration = 0 // a producer's write binds to no group owner
 	}
 	base, ok, err := b.c.Send(ctx, vsr.NumericID(t.StreamID), vsr.NumericID(t.TopicID), p, out, pc)
-	if err != nil {
-		return 0, false, b.fenced(t, p, err)
+	switch {
+	case err != nil:
+		return 0, false, err // a producer's: the group's assignment is not its business (fenced)
+	case !ok:
+		return 0, false, ErrDuplicate
 	}
-	return base, ok, nil
+	return base, true, nil
 }
 
 func (l *legacy) send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) (uint64, bool, error) {
@@ -69,6 +77,9 @@ func (l *legacy) send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) 
 		im.Header.Id = iggcon.MessageID(m.ID)
 		if m.OriginTimestamp != 0 {
 			im.Header.OriginTimestamp = m.OriginTimestamp
+		}
+		if len(m.Headers) > iggcon.MaxUserHeadersSize {
+			return 0, false, fmt.Errorf("message %d: %w (%d bytes of user headers)", i, ierror.ErrTooBigUserHeaders, len(m.Headers))
 		}
 		im.UserHeaders = m.Headers
 		im.Header.UserHeaderLength = uint32(len(m.Headers))

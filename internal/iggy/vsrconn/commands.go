@@ -225,7 +225,8 @@ var ErrOriginSpan = errors.New("iggy send: the messages' origin times span more 
 // Send sends msgs to one partition as one batch, with their ids and origin
 // times (random ids and the current time where they have none), and
 // returns the base offset the server confirmed (ok false when it reported
-// the batch a duplicate). Origin times must not go back within the batch.
+// the batch a duplicate). The batch's origin time is the earliest, so that
+// messages of several producers keep theirs, in any order.
 func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partition uint32, msgs []Outgoing, pctx *vsr.PartitionContext) (base uint64, ok bool, err error) {
 	if len(msgs) == 0 {
 		return 0, false, errors.New("iggy send: no messages")
@@ -237,7 +238,14 @@ func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partiti
 		}
 		return m.OriginTimestamp
 	}
-	first := origin(&msgs[0])
+	first, last := uint64(math.MaxUint64), uint64(0)
+	for i := range msgs {
+		ts := origin(&msgs[i])
+		first, last = min(first, ts), max(last, ts)
+	}
+	if last-first > math.MaxUint32 {
+		return 0, false, ErrOriginSpan
+	}
 	batch := vsr.BeginBatch(nil, vsr.BatchHeader{OriginTimestamp: first})
 	for i := range msgs {
 		m := &msgs[i]
@@ -245,14 +253,7 @@ func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partiti
 		if id == (vsr.U128{}) {
 			_, _ = rand.Read(id[:])
 		}
-		ts := origin(m)
-		if ts < first || ts-first > math.MaxUint32 {
-			if ts < first {
-				return 0, false, fmt.Errorf("iggy send: message %d's origin time %d is before the batch's first, %d", i, ts, first)
-			}
-			return 0, false, ErrOriginSpan
-		}
-		batch = vsr.AppendFrame(batch, id, uint32(i), uint32(ts-first), m.Payload, m.Headers)
+		batch = vsr.AppendFrame(batch, id, uint32(i), uint32(origin(m)-first), m.Payload, m.Headers)
 	}
 	vsr.SealBatch(batch)
 	body := vsr.AppendSend(nil, &vsr.Send{Stream: stream, Topic: topic, Partitioning: vsr.PartitioningPartition,

@@ -67,7 +67,10 @@ func (c *command) render(ctx context.Context) int {
 		}
 		fmt.Fprintf(c.stderr, "note: this is the object of the value %s; the sink splits these messages into an object per value, also %s (-value picks one)\n", res.Value, strings.Join(others, ", "))
 	}
-	if res.Objects > 1 {
+	switch {
+	case res.Objects > 1 && res.Values != nil:
+		fmt.Fprintf(c.stderr, "note: the sink would cut these messages into %d units (rotation, max_partition_values); this is the value's records of all of them in one\n", res.Objects)
+	case res.Objects > 1:
 		fmt.Fprintf(c.stderr, "note: the sink would write these messages as %d objects (rotation); this is all of them in one\n", res.Objects)
 	}
 	return 0

@@ -400,14 +400,16 @@ func (r *Registrar) commit(ctx context.Context, ident table.Identifier, tbl *tab
 		}
 		dfs := make([]iceberg.DataFile, len(paths))
 		err = forEach(len(paths), func(i int) error {
-			df, err := table.FileToDataFile(cctx, fs, paths[i], sc, spec, 0, tbl.Properties())
+			used := spec
+			df, err := table.FileToDataFile(cctx, fs, paths[i], sc, used, 0, tbl.Properties())
 			if err != nil && unpartitioned != nil && strings.Contains(err.Error(), "more than one value for partition field") {
-				df, err = table.FileToDataFile(cctx, fs, paths[i], sc, *unpartitioned, 0, tbl.Properties())
+				used = *unpartitioned
+				df, err = table.FileToDataFile(cctx, fs, paths[i], sc, used, 0, tbl.Properties())
 			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrSchema, paths[i], err)
 			}
-			if df, err = nullForEmpty(df, spec, sc, r.Values); err != nil {
+			if df, err = nullForEmpty(df, used, sc, r.Values); err != nil {
 				return err
 			}
 			dfs[i] = df

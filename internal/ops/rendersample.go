@@ -59,7 +59,9 @@ type RenderResult struct {
 	Messages int
 	Bytes    int // as stored (after compression)
 	// Objects is how many objects the sink would cut these messages into
-	// (max_file_size / max_messages_per_file); Render writes them as one.
+	// (max_file_size / max_messages_per_file), or under a path template
+	// with payload fields how many units (max_partition_values too);
+	// Render writes them as one.
 	Objects int
 	// InvalidPayloads counts payloads kept as base64 (schema json, not JSON)
 	// or, under "error_object", rejected to the error object.
@@ -112,11 +114,11 @@ func Render(cfg *config.Config, in io.Reader, out io.Writer, o RenderOptions) (R
 	p := batch.Partition{Stream: o.Stream, Topic: o.Topic, ID: o.Partition}
 	bo := app.RecordOptions(cfg, tr)
 	bo.Schema = st.Schema
-	res.Objects, err = countObjects(p, bo, rotation(cfg), msgs)
+	namer := app.Names(cfg)
+	res.Objects, err = countObjects(p, bo, rotation(cfg), namer, int(cfg.Plugin.MaxPartitionValues), msgs)
 	if err != nil {
 		return res, err
 	}
-	namer := app.Names(cfg)
 	names := namer.Partition(o.Stream, o.Topic, o.Partition)
 	first, last, ts := msgs[0].Offset, msgs[len(msgs)-1].Offset, msgs[0].Timestamp
 	res.Key = names.Object(first, last, ts)
@@ -261,13 +263,48 @@ func renderObject(p batch.Partition, bo batch.Options, cfg *config.Config, msgs 
 	return r, nil
 }
 
-// countObjects runs the sink's rotation over msgs.
-func countObjects(p batch.Partition, bo batch.Options, rot batch.Rotation, msgs []batch.Message) (int, error) {
+// units is what countObjects fills: an object, or a unit split by values.
+type units interface {
+	Add(m *batch.Message) (bool, error)
+	Full() bool
+	Len() int
+	Reset()
+}
+
+// valueUnits is a unit split by the payload fields' values, filled as the
+// drain fills one (each payload prepared once, for its value and its
+// record).
+type valueUnits struct {
+	*batch.Split
+	enc    *batch.Encoder
+	values *fields.Reader
+	doc    []byte
+}
+
+func (u *valueUnits) Add(m *batch.Message) (bool, error) {
+	var ok bool
+	u.doc, ok = u.enc.PayloadJSON(u.doc[:0], m)
+	value := u.values.Of(u.doc, ok, u.enc.PayloadMembers())
+	if ok {
+		pm := batch.Prepared(m, u.doc)
+		m = &pm
+	}
+	return u.Split.Add(m, value)
+}
+
+// countObjects runs the sink's rotation over msgs: how many objects, or
+// under a path template with payload fields how many units (each of
+// at most maxValues values), the sink cuts them into.
+func countObjects(p batch.Partition, bo batch.Options, rot batch.Rotation, namer *keys.Namer, maxValues int, msgs []batch.Message) (int, error) {
 	enc, err := batch.NewEncoder(p, bo)
 	if err != nil {
 		return 0, err
 	}
-	acc := batch.NewAccumulator(enc, rot, 0)
+	var acc units = batch.NewAccumulator(enc, rot, 0)
+	if namer.HasValues() {
+		enc.RecordMembers()
+		acc = &valueUnits{Split: batch.NewSplit(enc, rot, 0, maxValues), enc: enc, values: fields.New(namer.PayloadFields(), namer.DefaultSegment())}
+	}
 	n := 0
 	for i := range msgs {
 		ok, err := acc.Add(&msgs[i])

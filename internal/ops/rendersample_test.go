@@ -143,6 +143,14 @@ func TestRenderMatchesTheSinkByValue(t *testing.T) {
 					t.Fatalf("render result %+v, want value %s of %d records among %v", res, v.Value, v.Records, wantValues)
 				}
 			}
+			if res, err := Render(cfg, strings.NewReader(input), new(bytes.Buffer), RenderOptions{Envelope: true, Partition: 1}); err != nil || res.Objects != 1 {
+				t.Fatalf("render counts %d units (%v), the sink wrote 1", res.Objects, err)
+			}
+			two := *cfg
+			two.Plugin.MaxPartitionValues = 2 // 1, 2 | the default, the default, 4
+			if res, err := Render(&two, strings.NewReader(input), new(bytes.Buffer), RenderOptions{Envelope: true, Partition: 1}); err != nil || res.Objects != 2 {
+				t.Fatalf("with max_partition_values 2, render counts %d units (%v), want 2", res.Objects, err)
+			}
 			_, err := Render(cfg, strings.NewReader(input), new(bytes.Buffer), RenderOptions{Envelope: true, Partition: 1, Value: "DE"})
 			if err == nil || !strings.Contains(err.Error(), `"DE"`) || !strings.Contains(err.Error(), `"4"`) {
 				t.Fatalf("render of a value no message has: %v, want an error naming it and the messages' values", err)

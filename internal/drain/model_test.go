@@ -387,6 +387,12 @@ func (m *model) change(round int) {
 		m.retained = true
 		p := m.rng.IntN(m.parts)
 		high := uint64(len(m.w.sent(m.topic)[p]))
+		if m.values != nil {
+			// Never into a unit split by values the sink has not
+			// finished: the value objects a dead run wrote of it would
+			// be the known limit's second case (docs/guarantee.md).
+			high = min(high, m.finishedBelow(p)+1)
+		}
 		// Retention never takes the newest message: a gap shows only when
 		// a message after it arrives.
 		if cut := uint64(m.rng.Int64N(int64(high))); cut > m.deletedBelow[p] {
@@ -479,6 +485,20 @@ func (m *model) storeGroupOffset(round, p int, to uint64) bool {
 	}
 	_ = c.Leave(ctx, tp)
 	return true
+}
+
+// finishedBelow is the first offset of partition p that no unit the sink
+// finished holds, by its state: its intent's first, else the one after
+// the last written (0 when it wrote none).
+func (m *model) finishedBelow(p int) uint64 {
+	st := m.stateOf(p)
+	switch {
+	case st.Intent != nil:
+		return st.Intent.First
+	case st.HasWritten:
+		return st.LastWritten + 1
+	}
+	return 0
 }
 
 // stateOf reads partition p's state (the zero State when it has none),

@@ -24,27 +24,8 @@ type records interface {
 	Release()
 }
 
-// valueUnit is a unit split by the payload fields' values: each record
-// goes to the object of its value.
-type valueUnit struct {
-	*batch.Split
-	values *fields.Reader
-	enc    *batch.Encoder
-	doc    []byte
-}
-
-// Add puts m in the object of its value (batch.Split.Add). The payload is
-// prepared once, for its value and its record.
-func (u *valueUnit) Add(m *batch.Message) (bool, error) {
-	var ok bool
-	u.doc, ok = u.enc.PayloadJSON(u.doc[:0], m)
-	value := u.values.Of(u.doc, ok, u.enc.PayloadMembers())
-	if ok {
-		p := batch.Prepared(m, u.doc)
-		m = &p
-	}
-	return u.Split.Add(m, value)
-}
+// valueUnit is a unit split by the payload fields' values.
+type valueUnit = fields.Unit
 
 // newRecords returns an empty object, or unit, for the reader's encoder.
 func (p *partition) newRecords(enc *batch.Encoder) records {
@@ -52,8 +33,7 @@ func (p *partition) newRecords(enc *batch.Encoder) records {
 	if !o.Names.HasValues() {
 		return batch.NewAccumulator(enc, o.Rotation, o.KeepLimit)
 	}
-	enc.RecordMembers()
-	return &valueUnit{Split: batch.NewSplit(enc, o.Rotation, o.KeepLimit, o.MaxValues), values: p.valueReader(), enc: enc}
+	return fields.NewUnit(batch.NewSplit(enc, o.Rotation, o.KeepLimit, o.MaxValues), enc, p.valueReader())
 }
 
 // valueReader reads the values of the path template's payload fields.

@@ -271,27 +271,6 @@ type units interface {
 	Reset()
 }
 
-// valueUnits is a unit split by the payload fields' values, filled as the
-// drain fills one (each payload prepared once, for its value and its
-// record).
-type valueUnits struct {
-	*batch.Split
-	enc    *batch.Encoder
-	values *fields.Reader
-	doc    []byte
-}
-
-func (u *valueUnits) Add(m *batch.Message) (bool, error) {
-	var ok bool
-	u.doc, ok = u.enc.PayloadJSON(u.doc[:0], m)
-	value := u.values.Of(u.doc, ok, u.enc.PayloadMembers())
-	if ok {
-		pm := batch.Prepared(m, u.doc)
-		m = &pm
-	}
-	return u.Split.Add(m, value)
-}
-
 // countObjects runs the sink's rotation over msgs: how many objects, or
 // under a path template with payload fields how many units (each of
 // at most maxValues values), the sink cuts them into.
@@ -302,8 +281,7 @@ func countObjects(p batch.Partition, bo batch.Options, rot batch.Rotation, namer
 	}
 	var acc units = batch.NewAccumulator(enc, rot, 0)
 	if namer.HasValues() {
-		enc.RecordMembers()
-		acc = &valueUnits{Split: batch.NewSplit(enc, rot, 0, maxValues), enc: enc, values: fields.New(namer.PayloadFields(), namer.DefaultSegment())}
+		acc = fields.NewUnit(batch.NewSplit(enc, rot, 0, maxValues), enc, fields.New(namer.PayloadFields(), namer.DefaultSegment()))
 	}
 	n := 0
 	for i := range msgs {

@@ -114,6 +114,10 @@ type backend interface {
 	// send appends msgs to partition p as one batch; known reports that
 	// the server said at which offset the first landed.
 	send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) (first uint64, known bool, err error)
+	// read polls as a plain consumer; createTopic creates the stream too
+	// when it is missing.
+	read(ctx context.Context, t *Topic, p uint32, offset uint64, count uint32) ([]batch.Message, error)
+	createTopic(ctx context.Context, stream, topic string, partitions uint32) error
 	lost() bool
 	close()
 }

@@ -95,7 +95,14 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	c.log.Info("configuration", "version", app.Version(), "config", cfg)
 	c.log.Debug("full configuration", "config", cfg.String())
 	readOnly := cmd == "audit" || cmd == "check" || cmd == "status"
-	if !readOnly && ops.Disabled(cfg, c.log) {
+	var replayOpts ops.ReplayOptions
+	if cmd == "replay" {
+		if replayOpts, err = c.replayOptions(); err != nil {
+			fmt.Fprintln(c.stderr, "poller replay:", err)
+			return 2
+		}
+	}
+	if !readOnly && cmd != "replay" && ops.Disabled(cfg, c.log) {
 		return 0
 	}
 	app.ApplyMemoryLimit(cfg, c.log)
@@ -128,6 +135,9 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 		return c.fail(ops.NewAuditor(s, c.log).Write(ctx, c.stdout, ops.AuditOptions{JSON: c.opts.json, Progress: progress.report}), "audit")
 	case "status":
 		return c.fail(ops.WriteStatus(ctx, c.stdout, s), "status")
+	case "replay":
+		replayOpts.Progress = c.stderr
+		return c.fail(ops.Replay(ctx, s, c.stdout, replayOpts, c.log), "replay")
 	}
 	if err := ops.NewChecker(s).Preflight(ctx); err != nil {
 		if c.stoppedAtStart(ctx, cmd, "the start-up checks") {

@@ -41,6 +41,10 @@ Commands:
            read-only: joins no group, writes and creates nothing
   status   per partition: the group's committed offset, the newest offset
            and the lag (read-only)
+  replay   produce the archive back into Iggy, each archived message once,
+           in order, partition p into partition p (-to-stream, -to-topic,
+           -to-address; a missing target topic is created); safe to kill
+           and run again: it goes on where the target stands
   render   read messages from stdin, one payload per line (-envelope: JSON
            envelopes), and write to stdout the object the sink would write
            for them (-errors FILE: its error object, if any, to FILE);
@@ -119,6 +123,21 @@ Progress lines go to stderr.`,
 Per partition: the consumer group's committed offset, the newest offset and
 the lag, as Iggy reports them. Read-only; touches neither S3 nor the state
 table.`,
+	"replay": `Usage: poller replay [flags]
+
+Reads the archive the configuration describes (bucket, prefix, path
+template, format, compression) of one topic (-stream, -topic; default the
+configuration's first) and produces it into the target: -to-stream and
+-to-topic (default the archived names) on the configured server or
+-to-address. Partition p goes into partition p, in offset order; a missing
+target topic is created with the archive's partition count, and a target
+with fewer partitions is refused. Each message gets an id that names its
+archived offset, and progress is kept in the state table (a lease per
+target partition, an intent per chunk), so a replay killed at any point and
+run again produces every message exactly once. A target partition another
+producer writes into is reported and left alone. Gaps of the archive stay
+gaps and are listed. docs/restore.md has the details and what a replay
+does not keep (JSON keeps times to the second, headers as text).`,
 	"render": `Usage: poller render [flags] < messages
 
 Reads messages from stdin, one payload per line (-envelope: JSON envelopes),
@@ -161,6 +180,13 @@ type options struct {
 	value             string
 	partition         uint
 	offset            uint64
+	// replay
+	toStream, toTopic, toAddress string
+	partitions                   string
+	fromOffset, toOffset         string
+	since, until                 string
+	generation                   string
+	appendTarget                 bool
 	// local
 	envFile string
 	// once, run
@@ -170,13 +196,14 @@ type options struct {
 }
 
 // commands lists the commands in the order the usage gives them.
-var commands = []string{"once", "run", "check", "audit", "status", "render", "local", "demo", "help", "version"}
+var commands = []string{"once", "run", "check", "audit", "status", "replay", "render", "local", "demo", "help", "version"}
 
 // commandFlags lists the flags that belong to some commands only.
 var commandFlags = map[string][]string{
 	"once":   {"create-table", "metrics"},
 	"run":    {"interval", "create-table", "metrics"},
 	"audit":  {"json"},
+	"replay": {"stream", "topic", "to-stream", "to-topic", "to-address", "partitions", "from-offset", "to-offset", "since", "until", "generation", "append", "json"},
 	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors", "value"},
 	"local":  {"env-file"},
 }
@@ -203,14 +230,24 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.metrics, "metrics", os.Getenv("SINK_METRICS") == "emf", "once, run: write each run's CloudWatch EMF metric lines to stdout, as the Lambda does (env SINK_METRICS=emf)")
 	fs.DurationVar(&o.interval, "interval", 0, "run: time between runs (default: the first stream's poll_interval, at least 1s)")
 	fs.BoolVar(&o.envelope, "envelope", false, `render: each input line is {"offset":N,"timestamp":"RFC 3339","headers":{...},"payload":...} (or "payload_base64")`)
-	fs.StringVar(&o.stream, "stream", "", "render: stream name (default: the configuration's first stream)")
-	fs.StringVar(&o.topic, "topic", "", "render: topic name (default: the stream's first topic)")
+	fs.StringVar(&o.stream, "stream", "", "render, replay: stream name (default: the configuration's first stream)")
+	fs.StringVar(&o.topic, "topic", "", "render, replay: topic name (default: the stream's first topic)")
+	fs.StringVar(&o.toStream, "to-stream", "", "replay: the target stream (default: the archived stream's name)")
+	fs.StringVar(&o.toTopic, "to-topic", "", "replay: the target topic (default: the archived topic's name; created when missing)")
+	fs.StringVar(&o.toAddress, "to-address", "", "replay: the target Iggy server, host:port (default: iggy.address), with the configured credentials")
+	fs.StringVar(&o.partitions, "partitions", "", "replay: the partitions to replay, e.g. 0,2,5 (default: every archived one)")
+	fs.StringVar(&o.fromOffset, "from-offset", "", "replay: the first archived offset to replay (default: the first)")
+	fs.StringVar(&o.toOffset, "to-offset", "", "replay: the last archived offset to replay, inclusive (default: the last)")
+	fs.StringVar(&o.since, "since", "", "replay: only messages whose server time is at or after this, RFC 3339")
+	fs.StringVar(&o.until, "until", "", "replay: only messages whose server time is before this, RFC 3339")
+	fs.StringVar(&o.generation, "generation", "", "replay: the archived generation (incarnation of the topic) to replay (default: the newest)")
+	fs.BoolVar(&o.appendTarget, "append", false, "replay: produce after the messages a target partition already holds (its offsets are then not the archive's)")
 	fs.UintVar(&o.partition, "partition", 0, "render: partition id")
 	fs.Uint64Var(&o.offset, "offset", 0, "render: offset of the first input line")
 	fs.StringVar(&o.at, "time", "", "render: server time of bare input lines, RFC 3339 (default: now)")
 	fs.StringVar(&o.value, "value", "", `render, under a path_template with {payload.<path>}: the value whose object to write, its folder segment as in the key (several fields' joined by /); default: the first message's`)
 	fs.StringVar(&o.errorsFile, "errors", "", `render: write the error object (invalid_payload = "error_object": the records that could not be written, JSON Lines) to this file`)
-	fs.BoolVar(&o.json, "json", false, "audit: print the report as one JSON document (progress lines still go to stderr)")
+	fs.BoolVar(&o.json, "json", false, "audit, replay: print the report as one JSON document (progress lines still go to stderr)")
 	fs.StringVar(&o.envFile, "env-file", "local.env", "local: file to write the environment to (removed on exit)")
 	fs.BoolVar(&o.createTable, "create-table", false, "once, run: create a missing state table even on AWS (by default only at a local DynamoDB endpoint such as moto's)")
 	fs.Usage = func() {
@@ -354,10 +391,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.local(ctx)
 	case "render":
 		return c.render(ctx)
-	case "once", "run", "audit", "check", "status":
+	case "once", "run", "audit", "check", "status", "replay":
 		return c.sink(ctx, cmd)
 	}
-	fmt.Fprintf(stderr, "poller: unknown command %q (want once, run, check, audit, status, render, local, demo, help or version)\n", cmd)
+	fmt.Fprintf(stderr, "poller: unknown command %q (want once, run, check, audit, status, replay, render, local, demo, help or version)\n", cmd)
 	return 2
 }
 

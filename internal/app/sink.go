@@ -345,6 +345,20 @@ func (s *Sink) OpenIggy(ctx context.Context) (*source.Conn, error) {
 	return conn, nil
 }
 
+// OpenIggyAt is OpenIggy to the server at address ("" : the configured
+// one), with the configured credentials and protocol: a replay's target.
+func (s *Sink) OpenIggyAt(ctx context.Context, address string) (*source.Conn, error) {
+	cfg := s.iggy
+	if address != "" {
+		cfg.Address = address
+	}
+	conn, err := source.Open(ctx, cfg)
+	if err != nil {
+		return nil, s.Explainer().Iggy(err)
+	}
+	return conn, nil
+}
+
 // Explainer says which setting to fix after a failure of Iggy, S3 or
 // DynamoDB, knowing where each is and what the credentials secret gave.
 func (s *Sink) Explainer() *explain.Explainer {

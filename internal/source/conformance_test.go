@@ -105,6 +105,7 @@ func TestConformance(t *testing.T) {
 			t.Run("poll and offsets", func(t *testing.T) { conformPoll(t, tg) })
 			t.Run("group members share the partitions", func(t *testing.T) { conformGroup(t, tg) })
 			t.Run("send", func(t *testing.T) { conformSend(t, tg) })
+			t.Run("create-and-read", func(t *testing.T) { conformCreateRead(t, tg) })
 		})
 	}
 }
@@ -246,6 +247,50 @@ func conformSend(t *testing.T, tg target) {
 	}
 	if _, _, err := c.Send(ctx, tp, 1, nil); err == nil {
 		t.Fatal("a send of no messages was accepted")
+	}
+}
+
+// conformCreateRead: a replay's target side. CreateTopic makes the stream
+// and the topic (a second time: ErrExists), and Read reads any partition
+// as a plain consumer, leaving no group and no offset behind.
+func conformCreateRead(t *testing.T, tg target) {
+	c := tg.open(t)
+	ctx := context.Background()
+	stream := fmt.Sprintf("conf-create-%d", time.Now().UnixNano())
+	if err := c.CreateTopic(ctx, stream, "restored", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateTopic(ctx, stream, "restored", 3); !errors.Is(err, ErrExists) {
+		t.Fatalf("a second CreateTopic: %v, want ErrExists", err)
+	}
+	tp, err := c.Topic(ctx, stream, "restored", "never-joined")
+	if err != nil || len(tp.Partitions) != 3 {
+		t.Fatalf("the created topic: %+v, %v", tp, err)
+	}
+	if got, err := c.Read(ctx, tp, 2, 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("read of an empty partition: %d messages, %v", len(got), err)
+	}
+	var out []Outgoing
+	for i := range 5 {
+		out = append(out, Outgoing{ID: [16]byte{0: byte(i + 1), 9: 0x42}, Payload: fmt.Appendf(nil, "m%d", i)})
+	}
+	if _, _, err := c.Send(ctx, tp, 2, out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Read(ctx, tp, 2, 1, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("read 3 from offset 1: %d messages, %v", len(got), err)
+	}
+	for i, m := range got {
+		if m.Offset != uint64(1+i) || m.ID != out[1+i].ID || string(m.Payload) != fmt.Sprintf("m%d", 1+i) {
+			t.Fatalf("message %d: offset %d id %x payload %q", i, m.Offset, m.ID, m.Payload)
+		}
+	}
+	if got, err := c.Read(ctx, tp, 2, 5, 10); err != nil || len(got) != 0 {
+		t.Fatalf("read past the end: %d messages, %v", len(got), err)
+	}
+	if err := c.Refresh(ctx, tp); err != nil || tp.Partitions[2].MessagesCount != 5 || tp.Partitions[2].CurrentOffset != 4 {
+		t.Fatalf("after the send: %+v, %v", tp.Partitions, err)
 	}
 }
 

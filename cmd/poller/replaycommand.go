@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
+)
+
+// replayOptions reads poller replay's flags; an error names the flag.
+func (c *command) replayOptions() (ops.ReplayOptions, error) {
+	o := c.opts
+	r := ops.ReplayOptions{Stream: o.stream, Topic: o.topic, ToStream: o.toStream, ToTopic: o.toTopic, ToAddress: o.toAddress,
+		Append: o.appendTarget, JSON: o.json}
+	if o.partitions != "" {
+		r.Partitions = []uint32{}
+		for _, f := range strings.Split(o.partitions, ",") {
+			p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
+			if err != nil {
+				return r, fmt.Errorf("-partitions %q: %q is not a partition id (want e.g. 0,2,5)", o.partitions, f)
+			}
+			r.Partitions = append(r.Partitions, uint32(p))
+		}
+	}
+	for _, f := range []struct {
+		name, v string
+		dst     **uint64
+	}{{"from-offset", o.fromOffset, &r.FromOffset}, {"to-offset", o.toOffset, &r.ToOffset}} {
+		if f.v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f.v, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("-%s %q: want an offset (a whole number from 0)", f.name, f.v)
+		}
+		*f.dst = &n
+	}
+	if r.FromOffset != nil && r.ToOffset != nil && *r.FromOffset > *r.ToOffset {
+		return r, fmt.Errorf("-from-offset %d is after -to-offset %d", *r.FromOffset, *r.ToOffset)
+	}
+	for _, f := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"since", o.since, &r.Since}, {"until", o.until, &r.Until}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, f.v)
+		if err != nil {
+			return r, fmt.Errorf("-%s %q: want an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", f.name, f.v)
+		}
+		*f.dst = t
+	}
+	if o.generation != "" {
+		g, err := strconv.ParseUint(o.generation, 10, 32)
+		if err != nil {
+			return r, fmt.Errorf("-generation %q: want a generation number (0 for the first incarnation)", o.generation)
+		}
+		g32 := uint32(g)
+		r.Generation = &g32
+	}
+	return r, nil
+}

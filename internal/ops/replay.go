@@ -1,0 +1,364 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/archive"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/replay"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
+)
+
+// ReplayOptions are poller replay's flags.
+type ReplayOptions struct {
+	// Stream and Topic are the archived names (default: the configuration's
+	// first stream and its first topic).
+	Stream, Topic string
+	// ToStream, ToTopic (default: the archived names) and ToAddress
+	// (default: the configured server) name the target.
+	ToStream, ToTopic, ToAddress string
+	// Partitions to replay (nil: every archived one).
+	Partitions []uint32
+	FromOffset *uint64
+	ToOffset   *uint64
+	Since      time.Time
+	Until      time.Time
+	// Generation to replay (nil: the newest the archive has).
+	Generation *uint32
+	Append     bool
+	JSON       bool
+	// Progress gets a line every few seconds (nil: none).
+	Progress io.Writer
+}
+
+// ErrReplayIncomplete: some partition could not be replayed in full.
+var ErrReplayIncomplete = errors.New("replay incomplete")
+
+// probeLimit is how many partitions past the last archived one a replay
+// looks for, when the archived topic is gone from the server.
+const probeLimit = 4
+
+// replayGroup names the (never joined) group a target topic is resolved
+// under.
+const replayGroup = "iggy-s3-sink-replay"
+
+// Replay replays the archive s's configuration describes into the target,
+// and writes the summary to w.
+func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log *slog.Logger) error {
+	cfg := s.Config
+	if o.Stream == "" && len(cfg.Streams) > 0 {
+		o.Stream = cfg.Streams[0].Stream
+	}
+	var schema batch.Schema
+	for _, st := range cfg.Streams {
+		if st.Stream == o.Stream {
+			schema = st.Schema
+			if o.Topic == "" && len(st.Topics) > 0 {
+				o.Topic = st.Topics[0]
+			}
+		}
+	}
+	if o.Stream == "" || o.Topic == "" {
+		return errors.New("replay: name the archived stream and topic (-stream, -topic): the configuration has none")
+	}
+	if o.ToStream == "" {
+		o.ToStream = o.Stream
+	}
+	if o.ToTopic == "" {
+		o.ToTopic = o.Topic
+	}
+	conn, err := s.OpenIggyAt(ctx, o.ToAddress)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	reports, err := replayReports(ctx, s, o)
+	if err != nil {
+		return err
+	}
+	gen, plans, err := pickGeneration(reports, o.Generation)
+	if err != nil {
+		return err
+	}
+	if len(plans) == 0 {
+		return fmt.Errorf("replay: the archive holds nothing of %s/%s under s3://%s/%s", o.Stream, o.Topic, cfg.Plugin.Bucket, cfg.Plugin.Prefix)
+	}
+	need := uint32(0)
+	for _, p := range plans {
+		need = max(need, p.Partition+1)
+	}
+	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, need)
+	if err != nil {
+		return err
+	}
+	owner, _ := os.Hostname()
+	owner = fmt.Sprintf("replay-%s-%d-%d", owner, os.Getpid(), time.Now().UnixNano())
+	prog := &replayProgress{w: o.Progress, start: time.Now()}
+	r := &replay.Replayer{
+		Reader: &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
+			Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}},
+		Target: &topicTarget{conn: conn, t: t},
+		State:  s.State,
+		Opts: replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
+			Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
+			Progress: prog.report, Log: log},
+	}
+	for _, p := range plans {
+		prog.total += p.messages()
+	}
+	sum := ReplaySummary{Source: fmt.Sprintf("%s/%s", o.Stream, o.Topic), Generation: gen, Target: fmt.Sprintf("%s/%s", t.Stream, t.Topic), Created: created}
+	failed := 0
+	for _, p := range plans {
+		res := r.Partition(ctx, p.Plan)
+		line := PartitionReplay{Result: res}
+		if res.Err != nil {
+			failed++
+			line.Error = res.Err.Error()
+			log.Error("replay of a partition stopped", "partition", p.Partition, "error", line.Error)
+		} else {
+			log.Info("partition replayed", "partition", p.Partition, "replayed", res.Replayed, "aligned", res.Aligned, "resumed", res.Resumed)
+		}
+		sum.Partitions = append(sum.Partitions, line)
+		sum.Replayed += res.Replayed
+		sum.Bytes += res.Bytes
+	}
+	sum.Seconds = time.Since(prog.start).Seconds()
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(sum)
+	} else {
+		err = sum.write(w)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d partitions stopped (see above); run again to go on", ErrReplayIncomplete, failed, len(plans))
+	}
+	return nil
+}
+
+// replayReports audits the archived partitions: those asked for, or every
+// partition the server's topic has, or (the topic gone) every one the
+// archive has, found by listing.
+func replayReports(ctx context.Context, s *app.Sink, o ReplayOptions) ([]audit.Report, error) {
+	parts := o.Partitions
+	if parts == nil {
+		var reports []audit.Report
+		misses := 0
+		for p := uint32(0); misses < probeLimit; p++ {
+			reps, err := audit.Check(ctx, s.Objects, s.Names(), []audit.Partition{{Stream: o.Stream, Topic: o.Topic, Partition: p}})
+			if err != nil {
+				return nil, s.Explainer().S3("list", err)
+			}
+			if len(reps) == 0 || reps[0].Objects == 0 && reps[0].GapMarkers == 0 {
+				misses++
+				continue
+			}
+			misses = 0
+			reports = append(reports, reps...)
+		}
+		return reports, nil
+	}
+	var ap []audit.Partition
+	for _, p := range parts {
+		ap = append(ap, audit.Partition{Stream: o.Stream, Topic: o.Topic, Partition: p})
+	}
+	reps, err := audit.Check(ctx, s.Objects, s.Names(), ap)
+	if err != nil {
+		return nil, s.Explainer().S3("list", err)
+	}
+	return reps, nil
+}
+
+type partitionPlan struct {
+	replay.Plan
+}
+
+func (p partitionPlan) messages() uint64 {
+	var n uint64
+	for _, pc := range p.Pieces {
+		if pc.Marker == "" {
+			n += pc.Last - pc.First + 1
+		}
+	}
+	return n
+}
+
+// pickGeneration keeps the reports of one generation (want, or the newest).
+func pickGeneration(reports []audit.Report, want *uint32) (uint32, []partitionPlan, error) {
+	var gen uint32
+	if want != nil {
+		gen = *want
+	} else {
+		for _, r := range reports {
+			gen = max(gen, r.Generation)
+		}
+	}
+	var plans []partitionPlan
+	for _, r := range reports {
+		if r.Generation != gen || (r.Objects == 0 && r.GapMarkers == 0) {
+			continue
+		}
+		p, err := replay.PlanOf(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		plans = append(plans, partitionPlan{p})
+	}
+	return gen, plans, nil
+}
+
+// targetTopic resolves the target, creating it with need partitions when
+// it is missing; a target with fewer is refused.
+func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, need uint32) (*source.Topic, bool, error) {
+	t, err := conn.Topic(ctx, stream, topic, replayGroup)
+	created := false
+	if errors.Is(err, source.ErrNotFound) {
+		if err = conn.CreateTopic(ctx, stream, topic, need); err != nil {
+			return nil, false, err
+		}
+		created = true
+		t, err = conn.Topic(ctx, stream, topic, replayGroup)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if uint32(len(t.Partitions)) < need {
+		return nil, false, fmt.Errorf("replay: the target %s/%s has %d partitions and the archive %d: partition p goes into partition p, so give the target at least %d (or choose partitions with -partitions)",
+			t.Stream, t.Topic, len(t.Partitions), need, need)
+	}
+	return t, created, nil
+}
+
+// topicTarget is replay.Target on a resolved topic.
+type topicTarget struct {
+	conn *source.Conn
+	t    *source.Topic
+}
+
+func (tt *topicTarget) Next(ctx context.Context, p uint32) (uint64, error) {
+	if err := tt.conn.Refresh(ctx, tt.t); err != nil {
+		return 0, err
+	}
+	for _, pi := range tt.t.Partitions {
+		if pi.ID == p {
+			if pi.MessagesCount == 0 {
+				return 0, nil
+			}
+			return pi.CurrentOffset + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("replay: the target %s/%s has no partition %d", tt.t.Stream, tt.t.Topic, p)
+}
+
+func (tt *topicTarget) Read(ctx context.Context, p uint32, offset uint64, count uint32) ([]batch.Message, error) {
+	return tt.conn.Read(ctx, tt.t, p, offset, count)
+}
+
+func (tt *topicTarget) Send(ctx context.Context, p uint32, msgs []source.Outgoing) (uint64, bool, error) {
+	return tt.conn.Send(ctx, tt.t, p, msgs)
+}
+
+// ReplaySummary is what poller replay reports.
+type ReplaySummary struct {
+	Source     string            `json:"source"`
+	Generation uint32            `json:"generation"`
+	Target     string            `json:"target"`
+	Created    bool              `json:"created"`
+	Replayed   uint64            `json:"replayed"`
+	Bytes      uint64            `json:"bytes"`
+	Seconds    float64           `json:"seconds"`
+	Partitions []PartitionReplay `json:"partitions"`
+}
+
+// PartitionReplay is one partition's line of the summary.
+type PartitionReplay struct {
+	replay.Result
+	Error string `json:"error,omitempty"`
+}
+
+func (s *ReplaySummary) write(w io.Writer) error {
+	var b strings.Builder
+	verb := "into"
+	if s.Created {
+		verb = "into the new topic"
+	}
+	fmt.Fprintf(&b, "replay of %s (generation %d) %s %s: %d messages, %.1f MB in %.1fs\n", s.Source, s.Generation, verb, s.Target, s.Replayed, float64(s.Bytes)/1e6, s.Seconds)
+	for _, p := range s.Partitions {
+		fmt.Fprintf(&b, "  partition %d: %d replayed", p.Partition, p.Replayed)
+		if p.TargetFirst != nil {
+			fmt.Fprintf(&b, " (target offsets %d..%d", *p.TargetFirst, *p.TargetLast)
+			if p.Aligned {
+				b.WriteString(", the archive's own")
+			}
+			b.WriteString(")")
+		}
+		if p.Position != nil {
+			fmt.Fprintf(&b, "; the target holds the archive up to offset %d", *p.Position)
+		}
+		b.WriteString("\n")
+		if p.Resumed != "" {
+			fmt.Fprintf(&b, "    resumed: %s\n", p.Resumed)
+		}
+		if len(p.Markers) > 0 {
+			fmt.Fprintf(&b, "    gaps of the archive, not replayed: %s\n", strings.Join(p.Markers, ", "))
+		}
+		if len(p.Missing) > 0 {
+			fmt.Fprintf(&b, "    offsets in no object or marker: %s\n", strings.Join(p.Missing, ", "))
+		}
+		if p.Filtered > 0 {
+			fmt.Fprintf(&b, "    left out by -since/-until: %d\n", p.Filtered)
+		}
+		if p.Error != "" {
+			fmt.Fprintf(&b, "    STOPPED: %s\n", p.Error)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// replayProgress writes a line every few seconds: messages, MB/s, ETA.
+type replayProgress struct {
+	w            io.Writer
+	start, last  time.Time
+	total        uint64
+	done, before uint64
+	bytes        uint64
+	partition    uint32
+}
+
+func (p *replayProgress) report(pr replay.Progress) {
+	if p.w == nil {
+		return
+	}
+	if pr.Partition != p.partition {
+		p.before += p.done
+		p.partition, p.done = pr.Partition, 0
+	}
+	p.done, p.bytes = pr.Messages, pr.Bytes
+	now := time.Now()
+	if now.Sub(p.last) < 5*time.Second {
+		return
+	}
+	p.last = now
+	el := now.Sub(p.start).Seconds()
+	all := p.before + p.done
+	line := fmt.Sprintf("replay: %d of about %d messages, %.1f MB/s", all, p.total, float64(p.bytes)/1e6/el)
+	if all > 0 && p.total > all {
+		line += fmt.Sprintf(", about %s left", time.Duration(el*float64(p.total-all)/float64(all)*float64(time.Second)).Round(time.Second))
+	}
+	fmt.Fprintln(p.w, line)
+}

@@ -108,7 +108,7 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	r := &replay.Replayer{
 		Reader: &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
 			Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}},
-		Target: &topicTarget{conn: conn, t: t},
+		Target: &replay.TopicTarget{Conn: conn, Topic: t},
 		State:  s.State,
 		Opts: replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
 			Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
@@ -241,35 +241,6 @@ func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, n
 			t.Stream, t.Topic, len(t.Partitions), need, need)
 	}
 	return t, created, nil
-}
-
-// topicTarget is replay.Target on a resolved topic.
-type topicTarget struct {
-	conn *source.Conn
-	t    *source.Topic
-}
-
-func (tt *topicTarget) Next(ctx context.Context, p uint32) (uint64, error) {
-	if err := tt.conn.Refresh(ctx, tt.t); err != nil {
-		return 0, err
-	}
-	for _, pi := range tt.t.Partitions {
-		if pi.ID == p {
-			if pi.MessagesCount == 0 {
-				return 0, nil
-			}
-			return pi.CurrentOffset + 1, nil
-		}
-	}
-	return 0, fmt.Errorf("replay: the target %s/%s has no partition %d", tt.t.Stream, tt.t.Topic, p)
-}
-
-func (tt *topicTarget) Read(ctx context.Context, p uint32, offset uint64, count uint32) ([]batch.Message, error) {
-	return tt.conn.Read(ctx, tt.t, p, offset, count)
-}
-
-func (tt *topicTarget) Send(ctx context.Context, p uint32, msgs []source.Outgoing) (uint64, bool, error) {
-	return tt.conn.Send(ctx, tt.t, p, msgs)
 }
 
 // ReplaySummary is what poller replay reports.

@@ -205,6 +205,11 @@ func (l *legacy) do(ctx context.Context, what string, call func() error) error {
 		}
 		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
 	}
+	if err := ctx.Err(); err != nil {
+		// Ended before the call: nothing goes out (a replay's send past its
+		// lease must not reach the server).
+		return fmt.Errorf("iggy %s: not sent: %w", what, context.Cause(ctx))
+	}
 	if d := l.cfg.RequestTimeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: no reply within %s (iggy.request_timeout / IGGY_REQUEST_TIMEOUT)", ErrTimeout, d))

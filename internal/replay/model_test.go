@@ -1,0 +1,194 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/archive"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
+)
+
+var layouts = []archive.Layout{
+	{Format: batch.FormatJSONLines, Schema: batch.SchemaJSON, Metadata: true, Headers: true},
+	{Format: batch.FormatJSONArray, Compression: batch.CompressionGzip, Schema: batch.SchemaJSON, Metadata: true, Headers: true},
+	{Format: batch.FormatJSONLines, Compression: batch.CompressionZstd, Schema: batch.SchemaJSON, Metadata: true, Headers: true},
+	{Format: batch.FormatParquet, Schema: batch.SchemaJSON, Metadata: true, Headers: true},
+}
+
+var protocols = []string{"0.8", "0.9", "0.10"}
+
+// seeds are MODEL_SEED's one seed, or 1..MODEL_SEEDS (default 10).
+func seeds(t *testing.T) []uint64 {
+	if s := os.Getenv("MODEL_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("MODEL_SEED=%q: %v", s, err)
+		}
+		return []uint64{n}
+	}
+	n := 10
+	if s := os.Getenv("MODEL_SEEDS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("MODEL_SEEDS=%q: %v", s, err)
+		}
+		n = v
+	}
+	var out []uint64
+	for i := 1; i <= n; i++ {
+		out = append(out, uint64(i))
+	}
+	return out
+}
+
+// TestModel replays a seeded archive through rounds of seeded
+// interleavings: processes killed at a random call (before it, or after it
+// took effect), stalled past their lease, two at once, the state table
+// replaced between rounds, and a foreign producer writing into the target.
+// Then a clean process finishes, and every partition must hold the archive
+// exactly once, in order (a foreign producer's partition: each archived
+// message at most once, in order, and reported).
+func TestModel(t *testing.T) {
+	s3srv := testenv.StartVersity(t)
+	for _, seed := range seeds(t) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Logf("replay: MODEL_SEED=%d go test -run 'TestModel/^%d$' ./internal/replay", seed, seed)
+				}
+			}()
+			rng := rand.New(rand.NewPCG(seed, 44))
+			protocol := protocols[rng.IntN(len(protocols))]
+			layout := layouts[rng.IntN(len(layouts))]
+			w := newWorld(t, s3srv, rng, protocol, 1+rng.IntN(3), layout, rng.IntN(3) > 0)
+			foreign := map[uint32]bool{}
+			reported := map[uint32]bool{}
+			withForeign := rng.IntN(4) == 0
+			for round := 0; round < 6+rng.IntN(6); round++ {
+				switch {
+				case rng.IntN(8) == 0:
+					time.Sleep(ttl) // the dead runs' leases expire
+					w.replaceState()
+				case withForeign && len(foreign) == 0 && rng.IntN(3) == 0:
+					p := w.plans[rng.IntN(len(w.plans))].Partition
+					if _, err := w.broker.Append("restore", "events", p, []byte(`{"foreign":true}`), nil); err == nil {
+						foreign[p] = true
+					}
+				}
+				n := 1 + rng.IntN(2)
+				var wg sync.WaitGroup
+				results := make([][]Result, n)
+				for i := range n {
+					f := &faults{killAt: -1, stallAt: -1}
+					if rng.IntN(3) > 0 {
+						f.killAt, f.after = rng.IntN(40), rng.IntN(2) == 0
+					}
+					if rng.IntN(6) == 0 {
+						f.stallAt = rng.IntN(30)
+					}
+					proc := w.process(fmt.Sprintf("r%d-%d", round, i), f)
+					prng := rand.New(rand.NewPCG(rng.Uint64(), 1))
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						results[i] = proc.run(prng)
+					}()
+				}
+				wg.Wait()
+				for _, rs := range results {
+					for _, r := range rs {
+						acceptable(t, r, foreign, reported)
+					}
+				}
+			}
+			time.Sleep(ttl + 50*time.Millisecond) // every lease of a dead run expires
+			final := w.process("final", nil)
+			for _, r := range final.run(rng) {
+				switch {
+				case foreign[r.Partition]:
+					if !errors.Is(r.Err, ErrForeign) && !errors.Is(r.Err, ErrNotEmpty) && !reported[r.Partition] {
+						t.Fatalf("partition %d: a foreign producer wrote into it and no run reported it (final: %v)", r.Partition, r.Err)
+					}
+				case r.Err != nil:
+					t.Fatalf("partition %d: the final run: %v", r.Partition, r.Err)
+				}
+			}
+			w.check(foreign)
+		})
+	}
+}
+
+// acceptable fails on a result no interleaving explains.
+func acceptable(t *testing.T, r Result, foreign, reported map[uint32]bool) {
+	t.Helper()
+	switch {
+	case r.Err == nil, errors.Is(r.Err, errKilled), errors.Is(r.Err, state.ErrLeaseHeld), errors.Is(r.Err, state.ErrLeaseLost):
+	case (errors.Is(r.Err, ErrForeign) || errors.Is(r.Err, ErrNotEmpty)) && foreign[r.Partition]:
+		// ErrNotEmpty: the state was replaced, and the target's last
+		// message is the foreign one.
+		reported[r.Partition] = true
+	case isDeadline(r.Err):
+		// a stalled process's send past its lease: not sent
+	default:
+		t.Fatalf("partition %d: %v", r.Partition, r.Err)
+	}
+}
+
+func isDeadline(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || err != nil && strings.Contains(err.Error(), "not sent")
+}
+
+// TestCrashAtEveryStep kills a replay at each of its calls in turn, before
+// the call and after it took effect, then runs it again: every archived
+// message lands exactly once, in order, at its archived offset.
+func TestCrashAtEveryStep(t *testing.T) {
+	s3srv := testenv.StartVersity(t)
+	for _, protocol := range protocols {
+		t.Run(protocol, func(t *testing.T) {
+			// How many calls a clean replay of this archive makes.
+			clean := newWorld(t, s3srv, rand.New(rand.NewPCG(3, 3)), protocol, 1, layouts[0], false)
+			f := &faults{killAt: -1, stallAt: -1}
+			for _, r := range clean.process("count", f).run(rand.New(rand.NewPCG(1, 1))) {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+			clean.check(nil)
+			steps := f.calls
+			if steps < 8 {
+				t.Fatalf("a clean replay made only %d calls", steps)
+			}
+			for k := range steps {
+				for _, after := range []bool{false, true} {
+					w := newWorld(t, s3srv, rand.New(rand.NewPCG(3, 3)), protocol, 1, layouts[0], false)
+					killed := w.process("killed", &faults{killAt: k, after: after, stallAt: -1})
+					for _, r := range killed.run(rand.New(rand.NewPCG(1, 1))) {
+						if !errors.Is(r.Err, errKilled) {
+							t.Fatalf("step %d (after %v): the killed run ended with %v", k, after, r.Err)
+						}
+					}
+					time.Sleep(ttl + 50*time.Millisecond)
+					for _, r := range w.process("again", nil).run(rand.New(rand.NewPCG(1, 1))) {
+						if r.Err != nil {
+							t.Fatalf("step %d (after %v): the run after the kill: %v", k, after, r.Err)
+						}
+						if !r.Aligned && r.Replayed > 0 {
+							t.Fatalf("step %d (after %v): the target's offsets are not the archive's", k, after)
+						}
+					}
+					w.check(nil)
+				}
+			}
+		})
+	}
+}

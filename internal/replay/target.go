@@ -36,4 +36,3 @@ func (tt *TopicTarget) Read(ctx context.Context, p uint32, offset uint64, count 
 func (tt *TopicTarget) Send(ctx context.Context, p uint32, msgs []source.Outgoing) (uint64, bool, error) {
 	return tt.Conn.Send(ctx, tt.Topic, p, msgs)
 }
-

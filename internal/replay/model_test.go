@@ -25,7 +25,14 @@ var layouts = []archive.Layout{
 	{Format: batch.FormatParquet, Schema: batch.SchemaJSON, Metadata: true, Headers: true},
 }
 
-var protocols = []string{"0.8", "0.9", "0.10"}
+// dialects are the broker's three, or "real": the server
+// IGGY_TEST_ADDRESS names.
+func dialects(t *testing.T) []string {
+	if os.Getenv("IGGY_TEST_ADDRESS") != "" {
+		return []string{"real"}
+	}
+	return []string{"0.8", "0.9", "0.10"}
+}
 
 // seeds are MODEL_SEED's one seed, or 1..MODEL_SEEDS (default 10).
 func seeds(t *testing.T) []uint64 {
@@ -68,7 +75,8 @@ func TestModel(t *testing.T) {
 				}
 			}()
 			rng := rand.New(rand.NewPCG(seed, 44))
-			protocol := protocols[rng.IntN(len(protocols))]
+			ds := dialects(t)
+			protocol := ds[rng.IntN(len(ds))]
 			layout := layouts[rng.IntN(len(layouts))]
 			w := newWorld(t, s3srv, rng, protocol, 1+rng.IntN(3), layout, rng.IntN(3) > 0)
 			foreign := map[uint32]bool{}
@@ -81,7 +89,7 @@ func TestModel(t *testing.T) {
 					w.replaceState()
 				case withForeign && len(foreign) == 0 && rng.IntN(3) == 0:
 					p := w.plans[rng.IntN(len(w.plans))].Partition
-					if _, err := w.broker.Append("restore", "events", p, []byte(`{"foreign":true}`), nil); err == nil {
+					if _, err := w.admin.Append(w.targetStream, "events", p, []byte(`{"foreign":true}`), nil); err == nil {
 						foreign[p] = true
 					}
 				}
@@ -153,7 +161,7 @@ func isDeadline(err error) bool {
 // message lands exactly once, in order, at its archived offset.
 func TestCrashAtEveryStep(t *testing.T) {
 	s3srv := testenv.StartVersity(t)
-	for _, protocol := range protocols {
+	for _, protocol := range dialects(t) {
 		t.Run(protocol, func(t *testing.T) {
 			// How many calls a clean replay of this archive makes.
 			clean := newWorld(t, s3srv, rand.New(rand.NewPCG(3, 3)), protocol, 1, layouts[0], false)

@@ -19,15 +19,21 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/s3store"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // world is an archive in S3 (versitygw), an Iggy broker to replay it into
 // and the state table, for one test.
 type world struct {
-	t        *testing.T
-	broker   *iggytest.Broker
-	protocol string
+	t *testing.T
+	// admin is the in-repo broker, or the real server IGGY_TEST_ADDRESS
+	// names; user and password log in to it.
+	admin          iggyadmin.Admin
+	user, password string
+	protocol       string
+	// targetStream is the stream replayed into (unique on a real server).
+	targetStream string
 	up       *s3store.Uploader
 	names    *keys.Namer
 	layout   archive.Layout
@@ -44,11 +50,18 @@ const ttl = 300 * time.Millisecond
 
 func newWorld(t *testing.T, s3srv *testenv.S3, rng *rand.Rand, protocol string, partitions int, layout archive.Layout, gaps bool) *world {
 	t.Helper()
-	b, err := iggytest.Start(iggytest.WithProtocol(protocol), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
+	var admin iggyadmin.Admin
+	user, password := "iggy", "iggy"
+	if real := iggyadmin.FromEnv(t); real != nil {
+		admin, user, password = real, real.Username, real.Password
+	} else {
+		b, err := iggytest.Start(iggytest.WithProtocol(protocol), iggytest.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		admin = b
 	}
-	t.Cleanup(func() { b.Close() })
 	bucket := fmt.Sprintf("replay-%d", time.Now().UnixNano())
 	s3srv.CreateBucket(t, bucket)
 	client, err := s3store.NewClient(context.Background(), s3store.ClientOptions{Region: s3srv.Region, Endpoint: s3srv.Endpoint,
@@ -60,7 +73,7 @@ func newWorld(t *testing.T, s3srv *testenv.S3, rng *rand.Rand, protocol string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, broker: b, protocol: protocol, up: s3store.New(client, s3store.Options{Bucket: bucket, MaxAttempts: 2}),
+	w := &world{t: t, admin: admin, user: user, password: password, protocol: protocol, targetStream: fmt.Sprintf("restore-%d", time.Now().UnixNano()), up: s3store.New(client, s3store.Options{Bucket: bucket, MaxAttempts: 2}),
 		names: keys.NewNamer("arch", tpl, layout.Format.Ext()+layout.Compression.Ext()), layout: layout, store: state.NewMemory(time.Now),
 		src: Source{Stream: "orders", Topic: "events"}, records: map[uint32][]archive.Record{}, gaps: gaps}
 	w.archive(rng, partitions)
@@ -220,19 +233,19 @@ func (f *faults) afterCall() error {
 
 func (w *world) process(name string, f *faults) *process {
 	w.t.Helper()
-	conn, err := source.Open(context.Background(), source.Config{Address: w.broker.Addr(), Username: "iggy", Password: "iggy",
+	conn, err := source.Open(context.Background(), source.Config{Address: w.admin.Addr(), Username: w.user, Password: w.password,
 		ConnectTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { conn.Close() })
 	ctx := context.Background()
-	tp, err := conn.Topic(ctx, "restore", "events", "never-joined")
+	tp, err := conn.Topic(ctx, w.targetStream, "events", "never-joined")
 	if errors.Is(err, source.ErrNotFound) {
-		if err = conn.CreateTopic(ctx, "restore", "events", uint32(len(w.plans))); err != nil && !errors.Is(err, source.ErrExists) {
+		if err = conn.CreateTopic(ctx, w.targetStream, "events", uint32(len(w.plans))); err != nil && !errors.Is(err, source.ErrExists) {
 			w.t.Fatal(err)
 		}
-		tp, err = conn.Topic(ctx, "restore", "events", "never-joined")
+		tp, err = conn.Topic(ctx, w.targetStream, "events", "never-joined")
 	}
 	if err != nil {
 		w.t.Fatal(err)
@@ -249,7 +262,7 @@ func (p *process) replayer() *Replayer {
 		Reader: &Reader{Objects: p.w.up, Layout: p.w.layout},
 		Target: faultyTarget{p.target, p.faults},
 		State:  faultyStore{p.w.stateStore(), p.faults},
-		Opts:   Options{Source: p.w.src, TargetStream: "restore", TargetTopic: "events", Owner: p.owner, LeaseTTL: ttl, ChunkMessages: 7},
+		Opts:   Options{Source: p.w.src, TargetStream: p.w.targetStream, TargetTopic: "events", Owner: p.owner, LeaseTTL: ttl, ChunkMessages: 7},
 	}
 }
 

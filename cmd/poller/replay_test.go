@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -210,7 +210,6 @@ func archivedRecordsOf(t *testing.T, s3srv *testenv.S3, prefix, format, compress
 	}
 	return out
 }
-
 
 // TestReplayPythonRoundTrip produces with the released Python client
 // (apache-iggy 0.9.0, payloads and headers) into the broker or a real 0.9

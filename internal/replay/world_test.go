@@ -34,12 +34,12 @@ type world struct {
 	protocol       string
 	// targetStream is the stream replayed into (unique on a real server).
 	targetStream string
-	up       *s3store.Uploader
-	names    *keys.Namer
-	layout   archive.Layout
-	mu       sync.Mutex
-	store    *state.Memory
-	src      Source
+	up           *s3store.Uploader
+	names        *keys.Namer
+	layout       archive.Layout
+	mu           sync.Mutex
+	store        *state.Memory
+	src          Source
 	// records are the archived records by partition, in offset order.
 	records map[uint32][]archive.Record
 	plans   []Plan

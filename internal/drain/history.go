@@ -46,20 +46,11 @@ type generationMarker struct {
 }
 
 // exactBase offsets a recorded identity that is Iggy 0.10's incarnation
-// number rather than a creation time: creation times in microseconds stay
-// below 2^52 until the year 2112, and the sum stays below 2^53, which
-// every DynamoDB client and emulator carries exactly.
-const exactBase = 1 << 52
+// number (source.IdentityBase).
+const exactBase = source.IdentityBase
 
-// identity is what the state records as the partition's incarnation: the
-// server's own incarnation number when it reports one (0.10) that fits,
-// offset by exactBase, else the creation time.
-func identity(p source.PartitionInfo) uint64 {
-	if p.Incarnation != 0 && p.Incarnation < exactBase {
-		return exactBase + p.Incarnation
-	}
-	return p.CreatedAt
-}
+// identity is what the state records as the partition's incarnation.
+func identity(p source.PartitionInfo) uint64 { return p.Identity() }
 
 func exactIdentity(id uint64) bool { return id >= exactBase }
 

@@ -61,7 +61,8 @@ func seeds(t *testing.T) []uint64 {
 // TestModel replays a seeded archive through rounds of seeded
 // interleavings: processes killed at a random call (before it, or after it
 // took effect), stalled past their lease, two at once, the state table
-// replaced between rounds, and a foreign producer writing into the target.
+// replaced between rounds, the target deleted and created again, and a
+// foreign producer writing into the target.
 // Then a clean process finishes, and every partition must hold the archive
 // exactly once, in order (a foreign producer's partition: each archived
 // message at most once, in order, and reported).
@@ -87,6 +88,17 @@ func TestModel(t *testing.T) {
 				case rng.IntN(8) == 0:
 					time.Sleep(ttl) // the dead runs' leases expire
 					w.replaceState()
+				case round > 0 && rng.IntN(10) == 0:
+					// An operator deletes the target and creates it again:
+					// the replay starts again in the new one.
+					if err := w.admin.DeleteTopic(w.targetStream, "events"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := w.admin.CreateTopic(w.targetStream, "events", len(w.plans)); err != nil {
+						t.Fatal(err)
+					}
+					clear(foreign)
+					clear(reported)
 				case withForeign && len(foreign) == 0 && rng.IntN(3) == 0:
 					p := w.plans[rng.IntN(len(w.plans))].Partition
 					if _, err := w.admin.Append(w.targetStream, "events", p, []byte(`{"foreign":true}`), nil); err == nil {

@@ -19,8 +19,10 @@ import (
 // topic: Topic adapts it).
 type Target interface {
 	// Next is the offset partition p's next message will get (its
-	// message count).
-	Next(ctx context.Context, p uint32) (uint64, error)
+	// message count), and the partition's identity
+	// (source.PartitionInfo.Identity): another one when it was deleted and
+	// re-created.
+	Next(ctx context.Context, p uint32) (next, identity uint64, err error)
 	// Read reads up to count messages from offset, as a plain consumer.
 	Read(ctx context.Context, p uint32, offset uint64, count uint32) ([]batch.Message, error)
 	// Send appends msgs as one batch; known says the server told the
@@ -36,6 +38,8 @@ type Store interface {
 	Complete(ctx context.Context, s state.State, d state.Done, ttl time.Duration) (state.State, error)
 	Abandon(ctx context.Context, s state.State, ttl time.Duration) (state.State, error)
 	Skip(ctx context.Context, s state.State, lastWritten uint64, gapMessages uint64, ttl time.Duration) (state.State, error)
+	Adopt(ctx context.Context, s state.State, incarnation uint64, ttl time.Duration) (state.State, error)
+	Reset(ctx context.Context, s state.State, incarnation uint64, generation uint32, ttl time.Duration) (state.State, error)
 	Release(ctx context.Context, s state.State) error
 }
 
@@ -205,17 +209,21 @@ func (ru *run) replay(ctx context.Context) error {
 // target holds and ru.next the target's next offset.
 func (ru *run) reconcile(ctx context.Context) error {
 	p := ru.plan.Partition
-	next, err := ru.Target.Next(ctx, p)
+	next, id, err := ru.Target.Next(ctx, p)
 	if err != nil {
 		return err
 	}
 	ru.next = next
+	if err := ru.identify(ctx, id); err != nil {
+		return err
+	}
 	if in := ru.st.Intent; in != nil {
 		return ru.settle(ctx, in)
 	}
 	if next == 0 {
 		if ru.produced {
-			return fmt.Errorf("%w: it is empty, and the replay's state says it produced %d messages into it (run with -restart to replay it again)", ErrTargetChanged, ru.st.Messages)
+			return fmt.Errorf("%w: it is empty, and the replay's state says it produced %d messages into it (removed by retention?); "+
+				"replay into a new topic, or delete the state item %s to replay into this one again", ErrTargetChanged, ru.st.Messages, ru.st.Key.ID())
 		}
 		return nil
 	}
@@ -241,6 +249,27 @@ func (ru *run) reconcile(ctx context.Context) error {
 	case !ru.Opts.Append:
 		return fmt.Errorf("%w (%d of them): the replay would not keep the archive's offsets; pass -append to replay after them", ErrNotEmpty, next)
 	}
+	return nil
+}
+
+// identify records the target partition's identity, and starts again from
+// nothing when it changed: the partition was deleted and re-created, so
+// none of what the state says was produced is in it.
+func (ru *run) identify(ctx context.Context, id uint64) error {
+	switch {
+	case id == 0 || id == ru.st.Incarnation:
+		return nil
+	case ru.st.Incarnation == 0:
+		st, err := ru.State.Adopt(ctx, ru.st, id, ru.Opts.ttl())
+		ru.st = st
+		return err
+	}
+	st, err := ru.State.Reset(ctx, ru.st, id, ru.st.Generation+1, ru.Opts.ttl())
+	if err != nil {
+		return err
+	}
+	ru.st, ru.pos, ru.hasPos, ru.produced = st, 0, false, false
+	ru.res.Resumed = "the target partition was re-created since the last replay into it; replaying from the start"
 	return nil
 }
 

@@ -14,19 +14,19 @@ type TopicTarget struct {
 	Topic *source.Topic
 }
 
-func (tt *TopicTarget) Next(ctx context.Context, p uint32) (uint64, error) {
+func (tt *TopicTarget) Next(ctx context.Context, p uint32) (next, identity uint64, err error) {
 	if err := tt.Conn.Refresh(ctx, tt.Topic); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, pi := range tt.Topic.Partitions {
 		if pi.ID == p {
 			if pi.MessagesCount == 0 {
-				return 0, nil
+				return 0, pi.Identity(), nil
 			}
-			return pi.CurrentOffset + 1, nil
+			return pi.CurrentOffset + 1, pi.Identity(), nil
 		}
 	}
-	return 0, fmt.Errorf("replay: the target %s/%s has no partition %d", tt.Topic.Stream, tt.Topic.Topic, p)
+	return 0, 0, fmt.Errorf("replay: the target %s/%s has no partition %d", tt.Topic.Stream, tt.Topic.Topic, p)
 }
 
 func (tt *TopicTarget) Read(ctx context.Context, p uint32, offset uint64, count uint32) ([]batch.Message, error) {

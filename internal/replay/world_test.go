@@ -281,15 +281,15 @@ type faultyTarget struct {
 	f *faults
 }
 
-func (ft faultyTarget) Next(ctx context.Context, p uint32) (uint64, error) {
+func (ft faultyTarget) Next(ctx context.Context, p uint32) (uint64, uint64, error) {
 	if err := ft.f.before(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n, err := ft.t.Next(ctx, p)
+	n, id, err := ft.t.Next(ctx, p)
 	if err := ft.f.afterCall(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return n, err
+	return n, id, err
 }
 
 func (ft faultyTarget) Read(ctx context.Context, p uint32, offset uint64, count uint32) ([]batch.Message, error) {
@@ -345,6 +345,13 @@ func (fs faultyStore) Abandon(ctx context.Context, s state.State, ttl time.Durat
 }
 func (fs faultyStore) Skip(ctx context.Context, s state.State, last, gap uint64, ttl time.Duration) (state.State, error) {
 	return wrap(fs.f, func() (state.State, error) { return fs.s.Skip(ctx, s, last, gap, ttl) })
+}
+
+func (fs faultyStore) Adopt(ctx context.Context, s state.State, inc uint64, ttl time.Duration) (state.State, error) {
+	return wrap(fs.f, func() (state.State, error) { return fs.s.Adopt(ctx, s, inc, ttl) })
+}
+func (fs faultyStore) Reset(ctx context.Context, s state.State, inc uint64, gen uint32, ttl time.Duration) (state.State, error) {
+	return wrap(fs.f, func() (state.State, error) { return fs.s.Reset(ctx, s, inc, gen, ttl) })
 }
 
 // Release: a killed process releases nothing (its lease expires).

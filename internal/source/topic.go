@@ -30,6 +30,23 @@ type PartitionInfo struct {
 	Incarnation uint64
 }
 
+// IdentityBase offsets an Identity that is Iggy 0.10's incarnation number
+// rather than a creation time: creation times in microseconds stay below
+// 2^52 until the year 2112, and the sum stays below 2^53, which every
+// DynamoDB client and emulator carries exactly.
+const IdentityBase = 1 << 52
+
+// Identity is what a state records as the partition's incarnation: the
+// server's own incarnation number when it reports one (0.10) that fits,
+// offset by IdentityBase, else the creation time. A partition deleted and
+// re-created under the same name gets another.
+func (p PartitionInfo) Identity() uint64 {
+	if p.Incarnation != 0 && p.Incarnation < IdentityBase {
+		return IdentityBase + p.Incarnation
+	}
+	return p.CreatedAt
+}
+
 // Topic is a resolved stream/topic and its consumer group.
 type Topic struct {
 	// Stream and Topic are the names the server reports, whether the

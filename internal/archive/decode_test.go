@@ -161,3 +161,48 @@ func TestJSONHeaderKinds(t *testing.T) {
 		t.Fatalf("got %q %q", recs[0].Headers, recs[0].Payload)
 	}
 }
+
+// TestDecodeErrorsRoundTrip: the records the sink sends to an error object
+// come back with their own payload bytes, offsets, times and headers.
+func TestDecodeErrorsRoundTrip(t *testing.T) {
+	enc, err := batch.NewEncoder(batch.Partition{Stream: "s", Topic: "t", ID: 1},
+		batch.Options{Format: batch.FormatJSONLines, Schema: batch.SchemaJSON, IncludeMetadata: true, IncludeHeaders: true, InvalidPayload: batch.InvalidErrorObject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := batch.NewObjectWriter(&buf, enc, batch.CompressionNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []batch.Message{
+		{Offset: 5, Timestamp: 1_700_000_000_123_456, Payload: []byte(`{"ok":1}`)},
+		{Offset: 6, Timestamp: 1_700_000_001_654_321, Payload: []byte(`{"broken":`), Headers: header("k", "v")},
+		{Offset: 7, Timestamp: 1_700_000_002_000_001, Payload: []byte{0xff, 0x00, '{'}},
+	}
+	for i := range msgs {
+		if err := w.Write(&msgs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines, ok := w.ErrorBytes()
+	if !ok {
+		t.Fatal("no error lines kept")
+	}
+	recs, err := DecodeErrors(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d error records, want 2", len(recs))
+	}
+	for i, r := range recs {
+		m := msgs[1+i]
+		if r.Offset != m.Offset || r.Timestamp != m.Timestamp || !bytes.Equal(r.Payload, m.Payload) || !bytes.Equal(r.Headers, m.Headers) {
+			t.Fatalf("error record %d: %+v, want %+v", i, r, m)
+		}
+	}
+}

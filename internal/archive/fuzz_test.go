@@ -27,5 +27,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil && recs != nil {
 			t.Fatalf("records with an error: %v", err)
 		}
+		if recs, err := DecodeErrors(body); err != nil && recs != nil {
+			t.Fatalf("error records with an error: %v", err)
+		}
 	})
 }

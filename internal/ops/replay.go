@@ -36,7 +36,10 @@ type ReplayOptions struct {
 	// Generation to replay (nil: the newest the archive has).
 	Generation *uint32
 	Append     bool
-	JSON       bool
+	// IncludeErrors replays the records of error objects too
+	// (invalid_payload = "error_object"), in offset order.
+	IncludeErrors bool
+	JSON          bool
 	// Progress gets a line every few seconds (nil: none).
 	Progress io.Writer
 }
@@ -102,12 +105,20 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	if err != nil {
 		return err
 	}
+	reader := &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
+		Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}}
+	if o.IncludeErrors {
+		names := s.Names()
+		if _, ok := names.ErrorsPrefix(); !ok {
+			return errors.New(`replay -include-errors: the configuration names no error objects (invalid_payload = "error_object" writes them)`)
+		}
+		reader.ErrorsKey = names.ErrorsKeyOf
+	}
 	owner, _ := os.Hostname()
 	owner = fmt.Sprintf("replay-%s-%d-%d", owner, os.Getpid(), time.Now().UnixNano())
 	prog := &replayProgress{w: o.Progress, start: time.Now()}
 	r := &replay.Replayer{
-		Reader: &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
-			Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}},
+		Reader: reader,
 		Target: &replay.TopicTarget{Conn: conn, Topic: t},
 		State:  s.State,
 		Opts: replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
@@ -289,6 +300,9 @@ func (s *ReplaySummary) write(w io.Writer) error {
 		}
 		if len(p.Missing) > 0 {
 			fmt.Fprintf(&b, "    offsets in no object or marker: %s\n", strings.Join(p.Missing, ", "))
+		}
+		if p.Absent > 0 {
+			fmt.Fprintf(&b, "    in error objects, not replayed: %d (-include-errors replays them)\n", p.Absent)
 		}
 		if p.Filtered > 0 {
 			fmt.Fprintf(&b, "    left out by -since/-until: %d\n", p.Filtered)

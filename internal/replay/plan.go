@@ -83,10 +83,19 @@ type Getter interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// Header says whether an object is there, and its size (*s3store.Uploader).
+type Header interface {
+	Head(ctx context.Context, key string) (size int64, found bool, err error)
+}
+
 // Reader reads a piece's records.
 type Reader struct {
 	Objects Getter
 	Layout  archive.Layout
+	// ErrorsKey, when set, names a data object's error object
+	// (keys.Namer.ErrorsKeyOf): its records are replayed too, in offset
+	// order among the object's (poller replay -include-errors).
+	ErrorsKey func(dataKey string) (string, bool)
 }
 
 // Records reads the records of pc in offset order, each with its offset:
@@ -95,6 +104,7 @@ type Reader struct {
 // holds every offset of it.
 func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error) {
 	var out []archive.Record
+	sorted := true
 	span := pc.Last - pc.First + 1
 	for _, key := range pc.Keys {
 		body, err := r.Objects.Get(ctx, key)
@@ -116,8 +126,18 @@ func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error
 			recs[i].Offset, recs[i].HasOffset = pc.First+uint64(i), true
 		}
 		out = append(out, recs...)
+		errs, err := r.errorRecords(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if len(errs) > 0 {
+			// The error records have offsets of their own, and records
+			// without any were placed only when they fill the range.
+			out = append(out, errs...)
+			sorted = false
+		}
 	}
-	if len(pc.Keys) > 1 {
+	if !sorted || len(pc.Keys) > 1 {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
 	}
 	for i, rec := range out {
@@ -126,4 +146,36 @@ func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error
 		}
 	}
 	return out, nil
+}
+
+// errorRecords reads the records of key's error object, when the reader
+// takes them and there is one (an empty one is a void's fence).
+func (r *Reader) errorRecords(ctx context.Context, key string) ([]archive.Record, error) {
+	if r.ErrorsKey == nil {
+		return nil, nil
+	}
+	ek, ok := r.ErrorsKey(key)
+	if !ok {
+		return nil, nil
+	}
+	h, ok := r.Objects.(Header)
+	if !ok {
+		return nil, errors.New("replay: reading error objects needs a store that can tell whether an object is there")
+	}
+	size, found, err := h.Head(ctx, ek)
+	if err != nil {
+		return nil, fmt.Errorf("replay: look for the error object %s: %w", ek, err)
+	}
+	if !found || size == 0 {
+		return nil, nil
+	}
+	body, err := r.Objects.Get(ctx, ek)
+	if err != nil {
+		return nil, fmt.Errorf("replay: read %s: %w", ek, err)
+	}
+	recs, err := archive.DecodeErrors(body)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %s: %w", ek, err)
+	}
+	return recs, nil
 }

@@ -112,6 +112,10 @@ type Result struct {
 	Missing []string `json:"missing,omitempty"`
 	// Filtered counts records left out by -since/-until.
 	Filtered uint64 `json:"filtered,omitempty"`
+	// Absent counts offsets of the objects read whose records are in no
+	// object: an error object's (invalid_payload = "error_object"), left
+	// out unless the Reader takes them (-include-errors).
+	Absent uint64 `json:"absent,omitempty"`
 	// Resumed says how the run went on from an earlier one.
 	Resumed string `json:"resumed,omitempty"`
 	// Err is why the partition stopped; nil when it is replayed in full.
@@ -371,6 +375,7 @@ func (ru *run) produce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		ru.res.Absent += pc.Last - pc.First + 1 - uint64(len(recs))
 		for i := range recs {
 			rec := &recs[i]
 			if ru.hasPos && rec.Offset <= ru.pos {

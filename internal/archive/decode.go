@@ -3,7 +3,6 @@ package archive
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,11 +11,11 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/jsonscan"
 )
 
 // Record is one message as an object holds it.
@@ -106,16 +105,9 @@ func decompress(body []byte, c batch.Compression) ([]byte, error) {
 	return out, nil
 }
 
-// jsonRecord is a json_lines / json_array record.
-type jsonRecord struct {
-	Offset    *uint64                    `json:"offset"`
-	Timestamp *string                    `json:"timestamp"`
-	Headers   map[string]json.RawMessage `json:"headers"`
-	Payload   json.RawMessage            `json:"payload"`
-}
-
 func decodeLines(body []byte, l Layout) ([]Record, error) {
-	var out []Record
+	d := newRecordDecoder(l)
+	out := make([]Record, 0, bytes.Count(body, []byte{'\n'}))
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -126,7 +118,7 @@ func decodeLines(body []byte, l Layout) ([]Record, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		r, err := jsonToRecord(line, l)
+		r, err := d.record(line)
 		if err != nil {
 			return nil, fmt.Errorf("archive: line %d: %w", n, err)
 		}
@@ -136,80 +128,41 @@ func decodeLines(body []byte, l Layout) ([]Record, error) {
 }
 
 func decodeArray(body []byte, l Layout) ([]Record, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
-		return nil, fmt.Errorf("archive: the JSON array does not parse: %w", err)
+	d := newRecordDecoder(l)
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '[' {
+		return nil, errors.New("archive: the object is not a JSON array")
 	}
-	out := make([]Record, 0, len(raws))
-	for i, raw := range raws {
-		r, err := jsonToRecord(raw, l)
+	var out []Record
+	for i = jsonscan.SkipSpace(body, i+1); ; {
+		if i < len(body) && body[i] == ']' && len(out) == 0 {
+			i++
+			break
+		}
+		j, err := jsonscan.SkipValue(body, i)
 		if err != nil {
-			return nil, fmt.Errorf("archive: record %d: %w", i+1, err)
+			return nil, fmt.Errorf("archive: record %d: %w", len(out)+1, err)
+		}
+		r, err := d.record(body[i:j])
+		if err != nil {
+			return nil, fmt.Errorf("archive: record %d: %w", len(out)+1, err)
 		}
 		out = append(out, r)
+		i = jsonscan.SkipSpace(body, j)
+		if i < len(body) && body[i] == ',' {
+			i = jsonscan.SkipSpace(body, i+1)
+			continue
+		}
+		if i < len(body) && body[i] == ']' {
+			i++
+			break
+		}
+		return nil, fmt.Errorf("archive: the JSON array does not go on after record %d", len(out))
+	}
+	if jsonscan.SkipSpace(body, i) != len(body) {
+		return nil, errors.New("archive: bytes after the JSON array")
 	}
 	return out, nil
-}
-
-func jsonToRecord(b []byte, l Layout) (Record, error) {
-	var jr jsonRecord
-	if err := json.Unmarshal(b, &jr); err != nil {
-		return Record{}, fmt.Errorf("not a record: %w", err)
-	}
-	if jr.Payload == nil {
-		return Record{}, errors.New(`the record has no "payload"`)
-	}
-	var r Record
-	if jr.Offset != nil {
-		r.Offset, r.HasOffset = *jr.Offset, true
-	}
-	if jr.Timestamp != nil {
-		t, err := time.Parse(time.RFC3339, *jr.Timestamp)
-		if err != nil {
-			return Record{}, fmt.Errorf("timestamp %q: %w", *jr.Timestamp, err)
-		}
-		if us := t.UnixMicro(); us > 0 {
-			r.Timestamp = uint64(us)
-		}
-	}
-	if len(jr.Headers) > 0 {
-		h, err := jsonHeaders(jr.Headers)
-		if err != nil {
-			return Record{}, err
-		}
-		r.Headers = h
-	}
-	p, err := payloadOf(jr.Payload, l.Schema)
-	if err != nil {
-		return Record{}, err
-	}
-	r.Payload = p
-	return r, nil
-}
-
-// payloadOf turns a record's payload value back into the payload's bytes.
-func payloadOf(v json.RawMessage, schema batch.Schema) ([]byte, error) {
-	switch schema {
-	case batch.SchemaText:
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, fmt.Errorf("a text payload is not a JSON string: %w", err)
-		}
-		return []byte(s), nil
-	case "", batch.SchemaJSON:
-		return bytes.Clone(v), nil
-	}
-	// raw, proto, flatbuffer, avro: JSON when the bytes parsed as JSON, else
-	// their base64. A JSON string that is valid base64 is taken for base64.
-	if len(v) > 0 && v[0] == '"' {
-		var s string
-		if err := json.Unmarshal(v, &s); err == nil {
-			if b, err := base64.StdEncoding.Strict().DecodeString(s); err == nil {
-				return b, nil
-			}
-		}
-	}
-	return bytes.Clone(v), nil
 }
 
 // Iggy user-header kinds the records' values come back as.

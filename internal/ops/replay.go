@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/app"
@@ -39,7 +40,10 @@ type ReplayOptions struct {
 	// IncludeErrors replays the records of error objects too
 	// (invalid_payload = "error_object"), in offset order.
 	IncludeErrors bool
-	JSON          bool
+	// Parallel is how many partitions are replayed at once (each on a
+	// connection of its own); below 1 means 1.
+	Parallel int
+	JSON     bool
 	// Progress gets a line every few seconds (nil: none).
 	Progress io.Writer
 }
@@ -116,29 +120,67 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	}
 	owner, _ := os.Hostname()
 	owner = fmt.Sprintf("replay-%s-%d-%d", owner, os.Getpid(), time.Now().UnixNano())
-	prog := &replayProgress{w: o.Progress, start: time.Now()}
-	r := &replay.Replayer{
-		Reader: reader,
-		Target: &replay.TopicTarget{Conn: conn, Topic: t},
-		State:  s.State,
-		Opts: replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
-			Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
-			Progress: prog.report, Log: log},
-	}
+	prog := &replayProgress{w: o.Progress, start: time.Now(), done: map[uint32]replay.Progress{}}
+	opts := replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
+		Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
+		Progress: prog.report, Log: log}
 	for _, p := range plans {
 		prog.total += p.messages()
 	}
 	sum := ReplaySummary{Source: fmt.Sprintf("%s/%s", o.Stream, o.Topic), Generation: gen, Target: fmt.Sprintf("%s/%s", t.Stream, t.Topic), Created: created}
+	// Partitions go in parallel, each worker on a connection of its own
+	// (a connection's calls are one at a time).
+	workers := min(len(plans), max(o.Parallel, 1))
+	results := make([]replay.Result, len(plans))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var openErr error
+	var openMu sync.Mutex
+	for w := range workers {
+		wc, wt := conn, t
+		if w > 0 {
+			c, err := s.OpenIggyAt(ctx, o.ToAddress)
+			if err == nil {
+				wt, err = c.Topic(ctx, t.Stream, t.Topic, replayGroup)
+			}
+			if err != nil {
+				openMu.Lock()
+				openErr = err
+				openMu.Unlock()
+				if c != nil {
+					c.Close()
+				}
+				continue
+			}
+			defer c.Close()
+			wc = c
+		}
+		r := &replay.Replayer{Reader: reader, Target: &replay.TopicTarget{Conn: wc, Topic: wt}, State: s.State, Opts: opts}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = r.Partition(ctx, plans[i].Plan)
+			}
+		}()
+	}
+	for i := range plans {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if openErr != nil {
+		log.Warn("a replay worker could not connect; fewer partitions went in parallel", "error", openErr.Error())
+	}
 	failed := 0
-	for _, p := range plans {
-		res := r.Partition(ctx, p.Plan)
+	for i, res := range results {
 		line := PartitionReplay{Result: res}
 		if res.Err != nil {
 			failed++
 			line.Error = res.Err.Error()
-			log.Error("replay of a partition stopped", "partition", p.Partition, "error", line.Error)
+			log.Error("replay of a partition stopped", "partition", plans[i].Partition, "error", line.Error)
 		} else {
-			log.Info("partition replayed", "partition", p.Partition, "replayed", res.Replayed, "aligned", res.Aligned, "resumed", res.Resumed)
+			log.Info("partition replayed", "partition", plans[i].Partition, "replayed", res.Replayed, "aligned", res.Aligned, "resumed", res.Resumed)
 		}
 		sum.Partitions = append(sum.Partitions, line)
 		sum.Replayed += res.Replayed
@@ -317,31 +359,31 @@ func (s *ReplaySummary) write(w io.Writer) error {
 
 // replayProgress writes a line every few seconds: messages, MB/s, ETA.
 type replayProgress struct {
-	w            io.Writer
-	start, last  time.Time
-	total        uint64
-	done, before uint64
-	bytes        uint64
-	partition    uint32
+	w           io.Writer
+	start, last time.Time
+	total       uint64
+	mu          sync.Mutex
+	done        map[uint32]replay.Progress
 }
 
 func (p *replayProgress) report(pr replay.Progress) {
 	if p.w == nil {
 		return
 	}
-	if pr.Partition != p.partition {
-		p.before += p.done
-		p.partition, p.done = pr.Partition, 0
-	}
-	p.done, p.bytes = pr.Messages, pr.Bytes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done[pr.Partition] = pr
 	now := time.Now()
 	if now.Sub(p.last) < 5*time.Second {
 		return
 	}
 	p.last = now
+	var all, bytes uint64
+	for _, d := range p.done {
+		all, bytes = all+d.Messages, bytes+d.Bytes
+	}
 	el := now.Sub(p.start).Seconds()
-	all := p.before + p.done
-	line := fmt.Sprintf("replay: %d of about %d messages, %.1f MB/s", all, p.total, float64(p.bytes)/1e6/el)
+	line := fmt.Sprintf("replay: %d of about %d messages, %.1f MB/s", all, p.total, float64(bytes)/1e6/el)
 	if all > 0 && p.total > all {
 		line += fmt.Sprintf(", about %s left", time.Duration(el*float64(p.total-all)/float64(all)*float64(time.Second)).Round(time.Second))
 	}

@@ -74,8 +74,8 @@ type Options struct {
 	// Append lets a first replay produce after messages the target
 	// partition already holds (its offsets then are not the archive's).
 	Append bool
-	// ChunkMessages and ChunkBytes bound one produced batch (default 1000
-	// messages, 1 MiB of payloads and headers).
+	// ChunkMessages and ChunkBytes bound one produced batch (default
+	// DefaultChunkMessages, DefaultChunkBytes of payloads and headers).
 	ChunkMessages int
 	ChunkBytes    int
 	// Progress, when set, is called after every chunk.
@@ -353,28 +353,27 @@ func (ru *run) selected(rec *archive.Record) (in, past bool, err error) {
 	return true, false, nil
 }
 
-// produce replays the plan's records after ru.pos in chunks.
+// produce replays the plan's records after ru.pos in chunks. The next
+// piece is read while the current one is sent (one piece ahead, so memory
+// stays at two pieces and a chunk).
 func (ru *run) produce(ctx context.Context) error {
 	o := &ru.Opts
 	maxMsgs, maxBytes := o.ChunkMessages, o.ChunkBytes
 	if maxMsgs <= 0 {
-		maxMsgs = 1000
+		maxMsgs = DefaultChunkMessages
 	}
 	if maxBytes <= 0 {
-		maxBytes = 1 << 20
+		maxBytes = DefaultChunkBytes
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pieces := ru.read(ctx)
 	var ch chunk
-	for _, pc := range ru.plan.Pieces {
-		if pc.Marker != "" || (ru.hasPos && pc.Last <= ru.pos) || (o.FromOffset != nil && pc.Last < *o.FromOffset) {
-			continue
+	for rp := range pieces {
+		if rp.err != nil {
+			return rp.err
 		}
-		if o.ToOffset != nil && pc.First > *o.ToOffset {
-			break
-		}
-		recs, err := ru.Reader.Records(ctx, pc)
-		if err != nil {
-			return err
-		}
+		recs, pc := rp.recs, rp.pc
 		ru.res.Absent += pc.Last - pc.First + 1 - uint64(len(recs))
 		for i := range recs {
 			rec := &recs[i]
@@ -400,6 +399,48 @@ func (ru *run) produce(ctx context.Context) error {
 		}
 	}
 	return ru.flush(ctx, &ch)
+}
+
+// The default bounds of one produced batch.
+const (
+	DefaultChunkMessages = 5000
+	DefaultChunkBytes    = 4 << 20
+)
+
+// readPiece is a piece's records, or why they could not be read.
+type readPiece struct {
+	pc   Piece
+	recs []archive.Record
+	err  error
+}
+
+// read reads the pieces after ru.pos in the selection, in order, one ahead
+// of the sender; it stops at the first error, or when ctx ends.
+func (ru *run) read(ctx context.Context) <-chan readPiece {
+	o := &ru.Opts
+	out := make(chan readPiece, 1)
+	pos, hasPos := ru.pos, ru.hasPos
+	go func() {
+		defer close(out)
+		for _, pc := range ru.plan.Pieces {
+			if pc.Marker != "" || (hasPos && pc.Last <= pos) || (o.FromOffset != nil && pc.Last < *o.FromOffset) {
+				continue
+			}
+			if o.ToOffset != nil && pc.First > *o.ToOffset {
+				return
+			}
+			recs, err := ru.Reader.Records(ctx, pc)
+			select {
+			case out <- readPiece{pc: pc, recs: recs, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // chunk is the next batch to produce.

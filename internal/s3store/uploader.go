@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -372,6 +373,14 @@ func (u *Uploader) Get(ctx context.Context, key string) ([]byte, error) {
 			return err
 		}
 		defer out.Body.Close()
+		if n := aws.ToInt64(out.ContentLength); n > 0 && n < 1<<31 {
+			// Read into a buffer of the object's size, not one that grows.
+			data = make([]byte, 0, n+bytes.MinRead)
+			buf := bytes.NewBuffer(data)
+			_, err = buf.ReadFrom(out.Body)
+			data = buf.Bytes()
+			return err
+		}
 		data, err = io.ReadAll(out.Body)
 		return err
 	})

@@ -246,18 +246,25 @@ func (c *Client) Send(ctx context.Context, stream, topic vsr.Identifier, partiti
 	if last-first > math.MaxUint32 {
 		return 0, false, ErrOriginSpan
 	}
-	batch := vsr.BeginBatch(nil, vsr.BatchHeader{OriginTimestamp: first})
+	// The body is the send's metadata and then its batch, built in place in
+	// one buffer of the size they take.
+	size := 64 + vsr.BatchHeaderSize
+	for i := range msgs {
+		size += vsr.FrameHeaderSize + len(msgs[i].Payload) + len(msgs[i].Headers)
+	}
+	body := vsr.AppendSend(make([]byte, 0, size), &vsr.Send{Stream: stream, Topic: topic, Partitioning: vsr.PartitioningPartition,
+		Key: vsr.ToPartition(partition), Count: uint32(len(msgs))})
+	at := len(body)
+	body = vsr.BeginBatch(body, vsr.BatchHeader{OriginTimestamp: first})
 	for i := range msgs {
 		m := &msgs[i]
 		id := m.ID
 		if id == (vsr.U128{}) {
 			_, _ = rand.Read(id[:])
 		}
-		batch = vsr.AppendFrame(batch, id, uint32(i), uint32(origin(m)-first), m.Payload, m.Headers)
+		body = vsr.AppendFrame(body, id, uint32(i), uint32(origin(m)-first), m.Payload, m.Headers)
 	}
-	vsr.SealBatch(batch)
-	body := vsr.AppendSend(nil, &vsr.Send{Stream: stream, Topic: topic, Partitioning: vsr.PartitioningPartition,
-		Key: vsr.ToPartition(partition), Count: uint32(len(msgs)), Batch: batch})
+	vsr.SealBatch(body[at:])
 	b, l, err := c.partitionOp(ctx, vsr.CodeSend, body, routeKey{stream, topic, partition}, pctx, nil)
 	if err != nil {
 		return 0, false, err

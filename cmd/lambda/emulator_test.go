@@ -221,6 +221,32 @@ func TestLambdaUnderEmulator(t *testing.T) {
 	if strings.Contains(logs, "lambda-pw-91b2") || strings.Contains(logs, s3srv.SecretKey) {
 		t.Fatal("a secret appears in the function's output")
 	}
+
+	// The example replay payload: the archive back into a new topic, then
+	// again with nothing left to do.
+	replayEvent, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", "replay.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archived := sum.Messages + sum2.Messages
+	for i, want := range []uint64{archived, 0} {
+		var rep struct {
+			Mode     string `json:"mode"`
+			Done     bool   `json:"done"`
+			Replayed uint64 `json:"replayed"`
+			Target   string `json:"target"`
+		}
+		body = emu.invoke(t, replayEvent, 30*time.Second)
+		if err := json.Unmarshal(body, &rep); err != nil || rep.Mode != "replay" || !rep.Done || rep.Replayed != want || rep.Target != "app/logs-restored" {
+			t.Fatalf("replay invocation %d: %v: %s (want %d replayed)", i+1, err, body, want)
+		}
+	}
+	for p := range uint32(4) {
+		// Seeded round robin: each partition archived archived/4 messages.
+		if restored, ok := broker.HighOffset("app", "logs-restored", p); !ok || restored != archived/4-1 {
+			t.Fatalf("partition %d: the restored topic ends at offset %d, the archive at %d", p, restored, archived/4-1)
+		}
+	}
 }
 
 func TestLambdaUnreachableIggy(t *testing.T) {

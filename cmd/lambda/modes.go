@@ -29,6 +29,8 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 	switch req.Mode {
 	case fanout.ModeAudit:
 		return h.audit(ctx)
+	case fanout.ModeReplay:
+		return h.replay(ctx, req.Replay)
 	case fanout.ModeWorker:
 		// Too late to take part: end before any set-up or connection.
 		if late := fanout.LateWorker(req.Cohort, time.Now()); late != nil {
@@ -101,6 +103,51 @@ func (h *handler) drain(ctx context.Context, run func(context.Context, *app.Sink
 		return res.Summary, err // exactly the result before fan-out existed
 	}
 	return res, err
+}
+
+// replayResult is a replay invocation's result: the summary; not done
+// means invoke again with the same payload to go on.
+type replayResult struct {
+	Mode string `json:"mode"`
+	*ops.ReplaySummary
+}
+
+// replayMargin is kept back from the run's end for the chunk in flight
+// when the replay stops starting new ones.
+const replayMargin = 10 * time.Second
+
+// replay runs a replay for as long as the invocation has: it stops
+// starting chunks replayMargin before the run's end, and the next
+// invocation with the same payload goes on where this one stopped.
+func (h *handler) replay(ctx context.Context, payload json.RawMessage) (any, error) {
+	var req ops.ReplayRequest
+	if len(payload) > 0 {
+		if err := json.Unmarshal(payload, &req); err != nil {
+			err = fmt.Errorf(`invocation payload: mode "replay": "replay": %w`, err)
+			h.log.Error("invocation refused", "error", err.Error())
+			return nil, err
+		}
+	}
+	o, err := req.Options()
+	if err != nil {
+		h.log.Error("invocation refused", "error", err.Error())
+		return nil, err
+	}
+	s, runCtx, cancel, err := h.prepare(ctx, time.Now())
+	if err != nil || s == nil {
+		return nil, err
+	}
+	defer cancel()
+	if dl, ok := runCtx.Deadline(); ok {
+		o.StopBy = dl.Add(-replayMargin)
+	}
+	sum, err := ops.RunReplay(runCtx, s, o, h.log)
+	if sum == nil {
+		h.log.Error("replay failed", "error", err.Error())
+		return nil, err
+	}
+	h.log.Info("replay invocation finished", "replayed", sum.Replayed, "done", sum.Done, "target", sum.Target)
+	return &replayResult{Mode: "replay", ReplaySummary: sum}, err
 }
 
 // auditResult is an audit invocation's result.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 )
@@ -43,18 +42,12 @@ func (c *command) replayOptions() (ops.ReplayOptions, error) {
 	if r.FromOffset != nil && r.ToOffset != nil && *r.FromOffset > *r.ToOffset {
 		return r, fmt.Errorf("-from-offset %d is after -to-offset %d", *r.FromOffset, *r.ToOffset)
 	}
-	for _, f := range []struct {
-		name, v string
-		dst     *time.Time
-	}{{"since", o.since, &r.Since}, {"until", o.until, &r.Until}} {
-		if f.v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, f.v)
-		if err != nil {
-			return r, fmt.Errorf("-%s %q: want an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", f.name, f.v)
-		}
-		*f.dst = t
+	var err error
+	if r.Since, err = ops.ParseReplayTime("-since", o.since); err != nil {
+		return r, err
+	}
+	if r.Until, err = ops.ParseReplayTime("-until", o.until); err != nil {
+		return r, err
 	}
 	if o.generation != "" {
 		g, err := strconv.ParseUint(o.generation, 10, 32)

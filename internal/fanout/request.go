@@ -16,6 +16,9 @@ const (
 	ModeDrain  Mode = "drain"
 	ModeWorker Mode = "worker"
 	ModeAudit  Mode = "audit"
+	// ModeReplay produces the archive back into Iggy (ops.ReplayRequest in
+	// Request.Replay) for as long as the invocation has.
+	ModeReplay Mode = "replay"
 )
 
 // Request is an invocation's payload as far as the sink reads it.
@@ -23,6 +26,8 @@ type Request struct {
 	Mode Mode `json:"mode"`
 	// Cohort is set for ModeWorker: the cohort the worker belongs to.
 	Cohort *Cohort `json:"cohort,omitempty"`
+	// Replay is ModeReplay's request, as given (read by its handler).
+	Replay json.RawMessage `json:"replay,omitempty"`
 }
 
 // Cohort is what a coordinator tells its workers.
@@ -79,6 +84,9 @@ func Parse(payload []byte) (Request, error) {
 	}
 	switch r.Mode {
 	case ModeDrain, ModeAudit:
+		r.Cohort, r.Replay = nil, nil
+		return r, nil
+	case ModeReplay:
 		r.Cohort = nil
 		return r, nil
 	case ModeWorker:
@@ -87,7 +95,7 @@ func Parse(payload []byte) (Request, error) {
 		}
 		return r, nil
 	}
-	return Request{}, fmt.Errorf("invocation payload: mode %q is not one of drain, worker, audit", r.Mode)
+	return Request{}, fmt.Errorf("invocation payload: mode %q is not one of drain, worker, audit, replay", r.Mode)
 }
 
 func (c *Cohort) validate() error {

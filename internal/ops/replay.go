@@ -43,10 +43,73 @@ type ReplayOptions struct {
 	// Parallel is how many partitions are replayed at once (each on a
 	// connection of its own); below 1 means 1.
 	Parallel int
-	JSON     bool
+	// StopBy, when set, is when to stop starting chunks (a Lambda
+	// invocation's time): the summary is then not Done, and the next run
+	// goes on.
+	StopBy time.Time
+	JSON   bool
 	// Progress gets a line every few seconds (nil: none).
 	Progress io.Writer
 }
+
+// ReplayRequest is a replay as a Lambda invocation asks for it
+// ({"mode":"replay","replay":{...}}): ReplayOptions in JSON, times in
+// RFC 3339.
+type ReplayRequest struct {
+	Stream        string   `json:"stream"`
+	Topic         string   `json:"topic"`
+	ToStream      string   `json:"to_stream"`
+	ToTopic       string   `json:"to_topic"`
+	ToAddress     string   `json:"to_address"`
+	Partitions    []uint32 `json:"partitions"`
+	FromOffset    *uint64  `json:"from_offset"`
+	ToOffset      *uint64  `json:"to_offset"`
+	Since         string   `json:"since"`
+	Until         string   `json:"until"`
+	Generation    *uint32  `json:"generation"`
+	Append        bool     `json:"append"`
+	IncludeErrors bool     `json:"include_errors"`
+	Parallel      int      `json:"parallel"`
+}
+
+// Options checks the request and turns it into ReplayOptions; an error
+// names the field and what it takes.
+func (r ReplayRequest) Options() (ReplayOptions, error) {
+	o := ReplayOptions{Stream: r.Stream, Topic: r.Topic, ToStream: r.ToStream, ToTopic: r.ToTopic, ToAddress: r.ToAddress,
+		Partitions: r.Partitions, FromOffset: r.FromOffset, ToOffset: r.ToOffset, Generation: r.Generation,
+		Append: r.Append, IncludeErrors: r.IncludeErrors, Parallel: r.Parallel}
+	if o.Parallel == 0 {
+		o.Parallel = DefaultReplayParallel
+	}
+	if o.Parallel < 1 {
+		return o, fmt.Errorf("replay parallel %d: want at least 1", r.Parallel)
+	}
+	if o.FromOffset != nil && o.ToOffset != nil && *o.FromOffset > *o.ToOffset {
+		return o, fmt.Errorf("replay from offset %d is after to offset %d", *o.FromOffset, *o.ToOffset)
+	}
+	var err error
+	if o.Since, err = ParseReplayTime("replay since", r.Since); err != nil {
+		return o, err
+	}
+	o.Until, err = ParseReplayTime("replay until", r.Until)
+	return o, err
+}
+
+// ParseReplayTime reads a replay's -since or -until ("" is none); the
+// error names the setting.
+func ParseReplayTime(setting, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return t, fmt.Errorf("%s %q: want an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", setting, v)
+	}
+	return t, nil
+}
+
+// DefaultReplayParallel is how many partitions a replay takes at once.
+const DefaultReplayParallel = 4
 
 // ErrReplayIncomplete: some partition could not be replayed in full.
 var ErrReplayIncomplete = errors.New("replay incomplete")
@@ -60,8 +123,29 @@ const probeLimit = 4
 const replayGroup = "iggy-s3-sink-replay"
 
 // Replay replays the archive s's configuration describes into the target,
-// and writes the summary to w.
+// and writes the summary to w (JSON with o.JSON).
 func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log *slog.Logger) error {
+	sum, err := RunReplay(ctx, s, o, log)
+	if sum == nil {
+		return err
+	}
+	var werr error
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		werr = enc.Encode(sum)
+	} else {
+		werr = sum.write(w)
+	}
+	if err == nil {
+		err = werr
+	}
+	return err
+}
+
+// RunReplay is Replay returning the summary; the error says which
+// partitions stopped (the summary is then there too).
+func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logger) (*ReplaySummary, error) {
 	cfg := s.Config
 	if o.Stream == "" && len(cfg.Streams) > 0 {
 		o.Stream = cfg.Streams[0].Stream
@@ -76,7 +160,7 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 		}
 	}
 	if o.Stream == "" || o.Topic == "" {
-		return errors.New("replay: name the archived stream and topic (-stream, -topic): the configuration has none")
+		return nil, errors.New("replay: name the archived stream and topic (-stream, -topic): the configuration has none")
 	}
 	if o.ToStream == "" {
 		o.ToStream = o.Stream
@@ -86,20 +170,20 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	}
 	conn, err := s.OpenIggyAt(ctx, o.ToAddress)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 
 	reports, err := replayReports(ctx, s, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	gen, plans, err := pickGeneration(reports, o.Generation)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(plans) == 0 {
-		return fmt.Errorf("replay: the archive holds nothing of %s/%s under s3://%s/%s", o.Stream, o.Topic, cfg.Plugin.Bucket, cfg.Plugin.Prefix)
+		return nil, fmt.Errorf("replay: the archive holds nothing of %s/%s under s3://%s/%s", o.Stream, o.Topic, cfg.Plugin.Bucket, cfg.Plugin.Prefix)
 	}
 	need := uint32(0)
 	for _, p := range plans {
@@ -107,14 +191,14 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	}
 	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, need)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reader := &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
 		Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}}
 	if o.IncludeErrors {
 		names := s.Names()
 		if _, ok := names.ErrorsPrefix(); !ok {
-			return errors.New(`replay -include-errors: the configuration names no error objects (invalid_payload = "error_object" writes them)`)
+			return nil, errors.New(`replay -include-errors: the configuration names no error objects (invalid_payload = "error_object" writes them)`)
 		}
 		reader.ErrorsKey = names.ErrorsKeyOf
 	}
@@ -123,7 +207,7 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	prog := &replayProgress{w: o.Progress, start: time.Now(), done: map[uint32]replay.Progress{}}
 	opts := replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
 		Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
-		Progress: prog.report, Log: log}
+		StopBy: o.StopBy, Progress: prog.report, Log: log}
 	for _, p := range plans {
 		prog.total += p.messages()
 	}
@@ -172,8 +256,9 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 	if openErr != nil {
 		log.Warn("a replay worker could not connect; fewer partitions went in parallel", "error", openErr.Error())
 	}
-	failed := 0
+	failed, stopped := 0, false
 	for i, res := range results {
+		stopped = stopped || res.Stopped
 		line := PartitionReplay{Result: res}
 		if res.Err != nil {
 			failed++
@@ -187,20 +272,11 @@ func Replay(ctx context.Context, s *app.Sink, w io.Writer, o ReplayOptions, log 
 		sum.Bytes += res.Bytes
 	}
 	sum.Seconds = time.Since(prog.start).Seconds()
-	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(sum)
-	} else {
-		err = sum.write(w)
-	}
-	if err != nil {
-		return err
-	}
+	sum.Done = failed == 0 && !stopped
 	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d partitions stopped (see above); run again to go on", ErrReplayIncomplete, failed, len(plans))
+		return &sum, fmt.Errorf("%w: %d of %d partitions stopped (see above); run again to go on", ErrReplayIncomplete, failed, len(plans))
 	}
-	return nil
+	return &sum, nil
 }
 
 // replayReports audits the archived partitions: those asked for, or every
@@ -298,13 +374,16 @@ func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, n
 
 // ReplaySummary is what poller replay reports.
 type ReplaySummary struct {
-	Source     string            `json:"source"`
-	Generation uint32            `json:"generation"`
-	Target     string            `json:"target"`
-	Created    bool              `json:"created"`
-	Replayed   uint64            `json:"replayed"`
-	Bytes      uint64            `json:"bytes"`
-	Seconds    float64           `json:"seconds"`
+	Source     string  `json:"source"`
+	Generation uint32  `json:"generation"`
+	Target     string  `json:"target"`
+	Created    bool    `json:"created"`
+	Replayed   uint64  `json:"replayed"`
+	Bytes      uint64  `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	// Done: every partition is replayed in full (not stopped by StopBy, no
+	// error); else run again to go on.
+	Done       bool              `json:"done"`
 	Partitions []PartitionReplay `json:"partitions"`
 }
 

@@ -212,3 +212,34 @@ func TestCrashAtEveryStep(t *testing.T) {
 		})
 	}
 }
+
+// TestStopByGoesOn: a replay that runs out of time (a Lambda invocation's)
+// stops between chunks, not an error, and the next run goes on: the
+// archive lands once, in order.
+func TestStopByGoesOn(t *testing.T) {
+	s3srv := testenv.StartVersity(t)
+	w := newWorld(t, s3srv, rand.New(rand.NewPCG(5, 5)), "0.9", 2, layouts[0], false)
+	r := w.process("stopping", nil).replayer()
+	r.Opts.Progress = func(Progress) { r.Opts.StopBy = time.Now() } // out of time after each chunk
+	for round := 0; ; round++ {
+		if round > 500 {
+			t.Fatal("the replay did not finish")
+		}
+		done := true
+		for _, plan := range w.plans {
+			res := r.Partition(context.Background(), plan)
+			if res.Err != nil {
+				t.Fatalf("round %d partition %d: %v", round, plan.Partition, res.Err)
+			}
+			if res.Replayed > uint64(r.Opts.ChunkMessages) {
+				t.Fatalf("round %d: %d messages after the time was up", round, res.Replayed)
+			}
+			done = done && !res.Stopped
+		}
+		if done {
+			break
+		}
+		r.Opts.StopBy = time.Time{}
+	}
+	w.check(nil)
+}

@@ -78,6 +78,9 @@ type Options struct {
 	// DefaultChunkMessages, DefaultChunkBytes of payloads and headers).
 	ChunkMessages int
 	ChunkBytes    int
+	// StopBy, when set, is when to stop producing: no chunk starts after
+	// it (a Lambda invocation's time; the next run goes on).
+	StopBy time.Time
 	// Progress, when set, is called after every chunk.
 	Progress func(Progress)
 	Log      *slog.Logger
@@ -116,6 +119,9 @@ type Result struct {
 	// object: an error object's (invalid_payload = "error_object"), left
 	// out unless the Reader takes them (-include-errors).
 	Absent uint64 `json:"absent,omitempty"`
+	// Stopped: StopBy came before the partition was done (not an error;
+	// the next run goes on).
+	Stopped bool `json:"stopped,omitempty"`
 	// Resumed says how the run went on from an earlier one.
 	Resumed string `json:"resumed,omitempty"`
 	// Err is why the partition stopped; nil when it is replayed in full.
@@ -205,7 +211,10 @@ func (ru *run) replay(ctx context.Context) error {
 	if err := ru.reconcile(ctx); err != nil {
 		return err
 	}
-	return ru.produce(ctx)
+	if err := ru.produce(ctx); !errors.Is(err, errStop) {
+		return err
+	}
+	return nil
 }
 
 // reconcile settles what an earlier run left, from the state and from
@@ -474,10 +483,18 @@ func (c *chunk) add(id [16]byte, rec *archive.Record) {
 	c.bytes += len(rec.Payload) + len(rec.Headers)
 }
 
-// flush produces the chunk: intent, send, check, complete.
+// errStop ends produce when StopBy has come.
+var errStop = errors.New("replay: stopped in time")
+
+// flush produces the chunk: intent, send, check, complete. Past StopBy it
+// produces nothing and returns errStop.
 func (ru *run) flush(ctx context.Context, ch *chunk) error {
 	if len(ch.msgs) == 0 {
 		return nil
+	}
+	if !ru.Opts.StopBy.IsZero() && !time.Now().Before(ru.Opts.StopBy) {
+		ru.res.Stopped = true
+		return errStop
 	}
 	defer func() { *ch = chunk{msgs: ch.msgs[:0], offsets: ch.offsets[:0]} }()
 	o, p := &ru.Opts, ru.plan.Partition

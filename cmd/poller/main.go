@@ -187,7 +187,7 @@ type options struct {
 	since, until                 string
 	generation                   string
 	appendTarget, includeErrors  bool
-	parallel                     int
+	parallel, chunkMessages      int
 	// local
 	envFile string
 	// once, run
@@ -204,7 +204,7 @@ var commandFlags = map[string][]string{
 	"once":   {"create-table", "metrics"},
 	"run":    {"interval", "create-table", "metrics"},
 	"audit":  {"json"},
-	"replay": {"stream", "topic", "to-stream", "to-topic", "to-address", "partitions", "from-offset", "to-offset", "since", "until", "generation", "append", "include-errors", "parallel", "json"},
+	"replay": {"stream", "topic", "to-stream", "to-topic", "to-address", "partitions", "from-offset", "to-offset", "since", "until", "generation", "append", "include-errors", "parallel", "chunk-messages", "json"},
 	"render": {"envelope", "stream", "topic", "partition", "offset", "time", "errors", "value"},
 	"local":  {"env-file"},
 }
@@ -242,6 +242,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.since, "since", "", "replay: only messages whose server time is at or after this, RFC 3339")
 	fs.StringVar(&o.until, "until", "", "replay: only messages whose server time is before this, RFC 3339")
 	fs.StringVar(&o.generation, "generation", "", "replay: the archived generation (incarnation of the topic) to replay (default: the newest)")
+	fs.IntVar(&o.chunkMessages, "chunk-messages", 5000, "replay: the most messages one produced batch holds (a batch holds at most 4 MiB too)")
 	fs.IntVar(&o.parallel, "parallel", 4, "replay: how many partitions to replay at once, each on a connection of its own")
 	fs.BoolVar(&o.includeErrors, "include-errors", false, `replay: replay the records of error objects too (invalid_payload = "error_object"), in offset order`)
 	fs.BoolVar(&o.appendTarget, "append", false, "replay: produce after the messages a target partition already holds (its offsets are then not the archive's)")

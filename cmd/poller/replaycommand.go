@@ -12,9 +12,12 @@ import (
 func (c *command) replayOptions() (ops.ReplayOptions, error) {
 	o := c.opts
 	r := ops.ReplayOptions{Stream: o.stream, Topic: o.topic, ToStream: o.toStream, ToTopic: o.toTopic, ToAddress: o.toAddress,
-		Append: o.appendTarget, IncludeErrors: o.includeErrors, Parallel: o.parallel, JSON: o.json}
+		Append: o.appendTarget, IncludeErrors: o.includeErrors, Parallel: o.parallel, ChunkMessages: o.chunkMessages, JSON: o.json}
 	if o.parallel < 1 {
 		return r, fmt.Errorf("-parallel %d: want at least 1", o.parallel)
+	}
+	if o.chunkMessages < 1 {
+		return r, fmt.Errorf("-chunk-messages %d: want at least 1", o.chunkMessages)
 	}
 	if o.partitions != "" {
 		r.Partitions = []uint32{}

@@ -43,6 +43,8 @@ type ReplayOptions struct {
 	// Parallel is how many partitions are replayed at once (each on a
 	// connection of its own); below 1 means 1.
 	Parallel int
+	// ChunkMessages bounds one produced batch (0: replay.DefaultChunkMessages).
+	ChunkMessages int
 	// StopBy, when set, is when to stop starting chunks (a Lambda
 	// invocation's time): the summary is then not Done, and the next run
 	// goes on.
@@ -70,6 +72,7 @@ type ReplayRequest struct {
 	Append        bool     `json:"append"`
 	IncludeErrors bool     `json:"include_errors"`
 	Parallel      int      `json:"parallel"`
+	ChunkMessages int      `json:"chunk_messages"`
 }
 
 // Options checks the request and turns it into ReplayOptions; an error
@@ -77,7 +80,7 @@ type ReplayRequest struct {
 func (r ReplayRequest) Options() (ReplayOptions, error) {
 	o := ReplayOptions{Stream: r.Stream, Topic: r.Topic, ToStream: r.ToStream, ToTopic: r.ToTopic, ToAddress: r.ToAddress,
 		Partitions: r.Partitions, FromOffset: r.FromOffset, ToOffset: r.ToOffset, Generation: r.Generation,
-		Append: r.Append, IncludeErrors: r.IncludeErrors, Parallel: r.Parallel}
+		Append: r.Append, IncludeErrors: r.IncludeErrors, Parallel: r.Parallel, ChunkMessages: r.ChunkMessages}
 	if o.Parallel == 0 {
 		o.Parallel = DefaultReplayParallel
 	}
@@ -207,7 +210,7 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	prog := &replayProgress{w: o.Progress, start: time.Now(), done: map[uint32]replay.Progress{}}
 	opts := replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
 		Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
-		StopBy: o.StopBy, Progress: prog.report, Log: log}
+		StopBy: o.StopBy, Progress: prog.report, Log: log, ChunkMessages: o.ChunkMessages, LeaseTTL: cfg.Plugin.LeaseDuration}
 	for _, p := range plans {
 		prog.total += p.messages()
 	}

@@ -80,6 +80,14 @@ func (c *command) handOver() {
 // sink runs the commands that need a configured sink: once, run, check,
 // audit, status.
 func (c *command) sink(ctx context.Context, cmd string) int {
+	var replayOpts ops.ReplayOptions
+	if cmd == "replay" {
+		var err error
+		if replayOpts, err = c.replayOptions(); err != nil {
+			fmt.Fprintln(c.stderr, "poller replay:", err)
+			return 2
+		}
+	}
 	cfg, err := c.readConfig(ctx)
 	if err != nil {
 		if c.stoppedAtStart(ctx, cmd, "loading the configuration") {
@@ -95,13 +103,6 @@ func (c *command) sink(ctx context.Context, cmd string) int {
 	c.log.Info("configuration", "version", app.Version(), "config", cfg)
 	c.log.Debug("full configuration", "config", cfg.String())
 	readOnly := cmd == "audit" || cmd == "check" || cmd == "status"
-	var replayOpts ops.ReplayOptions
-	if cmd == "replay" {
-		if replayOpts, err = c.replayOptions(); err != nil {
-			fmt.Fprintln(c.stderr, "poller replay:", err)
-			return 2
-		}
-	}
 	if !readOnly && cmd != "replay" && ops.Disabled(cfg, c.log) {
 		return 0
 	}

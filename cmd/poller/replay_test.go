@@ -534,3 +534,22 @@ func readPartition(t *testing.T, c *source.Conn, tp *source.Topic, p uint32) []b
 		at = msgs[len(msgs)-1].Offset + 1
 	}
 }
+
+// TestReplayBadFlags: a bad replay flag is bad usage (exit 2), named.
+func TestReplayBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-since", "yesterday"}, `-since "yesterday": want an RFC 3339 time`},
+		{[]string{"-partitions", "0,x"}, `-partitions "0,x": "x" is not a partition id`},
+		{[]string{"-from-offset", "9", "-to-offset", "3"}, "-from-offset 9 is after -to-offset 3"},
+		{[]string{"-parallel", "0"}, "-parallel 0: want at least 1"},
+		{[]string{"-generation", "-1"}, `-generation "-1": want a generation number`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"replay"}, tc.args...), nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("replay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}

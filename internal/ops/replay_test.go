@@ -12,7 +12,7 @@ import (
 func TestReplayRequestOptions(t *testing.T) {
 	for _, tc := range []struct {
 		payload, err string
-		check       func(ReplayOptions) bool
+		check        func(ReplayOptions) bool
 	}{
 		{`{"to_topic":"r","since":"2026-11-01T00:00:00Z","partitions":[0,2],"from_offset":5}`, "", func(o ReplayOptions) bool {
 			return o.ToTopic == "r" && o.Since.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) && len(o.Partitions) == 2 &&

@@ -71,15 +71,7 @@ func BenchmarkPollerOnce(b *testing.B) {
 		}
 		pollers = append(pollers, poller{"baseline", base, br})
 	}
-	s3srv := testenv.StartVersity(b)
-	s3srv.CreateBucket(b, "bench")
-	moto := testenv.StartMoto(b)
-	env := append(os.Environ(),
-		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_ENDPOINT_URL_DYNAMODB="+moto.Endpoint,
-		"SINK_BUCKET=bench", "SINK_ENDPOINT="+s3srv.Endpoint, "SINK_ACCESS_KEY_ID="+s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY="+s3srv.SecretKey,
-		"SINK_STREAM=bench", "SINK_MAX_FILE_SIZE=8MiB", "SINK_MAX_FILE_AGE=1ms", "SINK_RUN_TIMEOUT=10m",
-		"SINK_STATE_TABLE=bench-state")
+	env := benchEnv(b)
 
 	type total struct {
 		cpu, wall time.Duration
@@ -138,6 +130,21 @@ func BenchmarkPollerOnce(b *testing.B) {
 		b.ReportMetric(ratios[0], "cpu-ratio-min")
 		b.ReportMetric(ratios[len(ratios)-1], "cpu-ratio-max")
 	}
+}
+
+// benchEnv starts versitygw (bucket "bench") and moto_server, and returns
+// the poller's environment for them: stream "bench", 8 MiB objects.
+func benchEnv(b *testing.B) []string {
+	b.Helper()
+	s3srv := testenv.StartVersity(b)
+	s3srv.CreateBucket(b, "bench")
+	moto := testenv.StartMoto(b)
+	return append(os.Environ(),
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ENDPOINT_URL_DYNAMODB="+moto.Endpoint,
+		"SINK_BUCKET=bench", "SINK_ENDPOINT="+s3srv.Endpoint, "SINK_ACCESS_KEY_ID="+s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY="+s3srv.SecretKey,
+		"SINK_STREAM=bench", "SINK_MAX_FILE_SIZE=8MiB", "SINK_MAX_FILE_AGE=1ms", "SINK_RUN_TIMEOUT=10m",
+		"SINK_STATE_TABLE=bench-state")
 }
 
 // fixedMessages is the size of the topic whose runs measure what a run

@@ -11,7 +11,6 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/ops"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/iggyadmin"
-	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
 
 // BenchmarkReplay compares a replay with the archiving of the same data,
@@ -37,15 +36,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	bin := buildPollerTags(b, "noiceberg")
 	br := benchBroker(b, iggyadmin.BrokerProtocol(b))
-	s3srv := testenv.StartVersity(b)
-	s3srv.CreateBucket(b, "bench")
-	moto := testenv.StartMoto(b)
-	env := append(os.Environ(),
-		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto-secret", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_ENDPOINT_URL_DYNAMODB="+moto.Endpoint,
-		"SINK_BUCKET=bench", "SINK_ENDPOINT="+s3srv.Endpoint, "SINK_ACCESS_KEY_ID="+s3srv.AccessKey, "SINK_SECRET_ACCESS_KEY="+s3srv.SecretKey,
-		"SINK_STREAM=bench", "SINK_MAX_FILE_SIZE=8MiB", "SINK_MAX_FILE_AGE=1ms", "SINK_RUN_TIMEOUT=10m",
-		"SINK_STATE_TABLE=bench-state", "SINK_OUTPUT_FORMAT="+format, "IGGY_ADDRESS="+br.Addr())
+	env := append(benchEnv(b), "SINK_OUTPUT_FORMAT="+format, "IGGY_ADDRESS="+br.Addr())
 	var archiveWall, replayWall, archiveCPU, replayCPU time.Duration
 	var bytesDone uint64
 	b.ResetTimer()

@@ -108,6 +108,23 @@ func decompress(body []byte, c batch.Compression) ([]byte, error) {
 func decodeLines(body []byte, l Layout) ([]Record, error) {
 	d := newRecordDecoder(l)
 	out := make([]Record, 0, bytes.Count(body, []byte{'\n'}))
+	err := eachLine(body, func(n int, line []byte) error {
+		r, err := d.record(line)
+		if err != nil {
+			return fmt.Errorf("archive: line %d: %w", n, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachLine calls fn with each line of body that is not blank, numbered
+// from 1, until fn fails.
+func eachLine(body []byte, fn func(n int, line []byte) error) error {
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -118,13 +135,11 @@ func decodeLines(body []byte, l Layout) ([]Record, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		r, err := d.record(line)
-		if err != nil {
-			return nil, fmt.Errorf("archive: line %d: %w", n, err)
+		if err := fn(n, line); err != nil {
+			return err
 		}
-		out = append(out, r)
 	}
-	return out, nil
+	return nil
 }
 
 func decodeArray(body []byte, l Layout) ([]Record, error) {

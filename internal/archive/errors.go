@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,28 +23,19 @@ type errorLine struct {
 // line keeps them as a string, or as base64 when they are not UTF-8).
 func DecodeErrors(body []byte) ([]Record, error) {
 	var out []Record
-	for n := 1; len(body) > 0; n++ {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err := eachLine(body, func(n int, line []byte) error {
 		var l errorLine
 		if err := json.Unmarshal(line, &l); err != nil {
-			return nil, fmt.Errorf("archive: error object line %d: %w", n, err)
+			return fmt.Errorf("archive: error object line %d: %w", n, err)
 		}
 		if l.Offset == nil {
-			return nil, fmt.Errorf("archive: error object line %d has no offset", n)
+			return fmt.Errorf("archive: error object line %d has no offset", n)
 		}
 		r := Record{Offset: *l.Offset, HasOffset: true}
 		if l.Timestamp != "" {
 			t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
 			if err != nil {
-				return nil, fmt.Errorf("archive: error object line %d: timestamp %q: %w", n, l.Timestamp, err)
+				return fmt.Errorf("archive: error object line %d: timestamp %q: %w", n, l.Timestamp, err)
 			}
 			if us := t.UnixMicro(); us > 0 {
 				r.Timestamp = uint64(us)
@@ -54,7 +44,7 @@ func DecodeErrors(body []byte) ([]Record, error) {
 		if len(l.Headers) > 0 {
 			h, err := jsonHeaders(l.Headers)
 			if err != nil {
-				return nil, fmt.Errorf("archive: error object line %d: %w", n, err)
+				return fmt.Errorf("archive: error object line %d: %w", n, err)
 			}
 			r.Headers = h
 		}
@@ -64,13 +54,17 @@ func DecodeErrors(body []byte) ([]Record, error) {
 		case l.PayloadBase64 != nil:
 			p, err := base64.StdEncoding.DecodeString(*l.PayloadBase64)
 			if err != nil {
-				return nil, fmt.Errorf("archive: error object line %d: payload_base64: %w", n, err)
+				return fmt.Errorf("archive: error object line %d: payload_base64: %w", n, err)
 			}
 			r.Payload = p
 		default:
-			return nil, fmt.Errorf("archive: error object line %d: %w", n, errors.New("no payload"))
+			return fmt.Errorf("archive: error object line %d: %w", n, errors.New("no payload"))
 		}
 		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -64,19 +64,7 @@ func (b *vsrBackend) read(ctx context.Context, t *Topic, p uint32, offset uint64
 	if rep.PartitionID != p && !rep.Resync() {
 		return nil, fmt.Errorf("%w: a read of partition %d answered for partition %d", ErrMalformedReply, p, rep.PartitionID)
 	}
-	var out []batch.Message
-	err = rep.Messages(true, func(m *vsr.Message) error {
-		msg := batch.Message{Offset: m.Offset, Timestamp: m.Timestamp, Payload: m.Payload, ID: [16]byte(m.ID), OriginTimestamp: m.OriginTimestamp}
-		if len(m.Headers) > 0 {
-			msg.Headers = m.Headers
-		}
-		out = append(out, msg)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
-	}
-	return out, nil
+	return appendMessages(nil, &rep)
 }
 
 func (b *vsrBackend) createTopic(ctx context.Context, stream, topic string, partitions uint32) error {

@@ -299,7 +299,16 @@ func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64
 		b.contexts[partKey{t.StreamID, t.TopicID, p}] = rep.Context
 		b.mu.Unlock()
 	}
-	err = rep.Messages(true, func(m *vsr.Message) error {
+	if dst, err = appendMessages(dst, &rep); err != nil {
+		return dst[:0], false, err
+	}
+	return dst, true, nil
+}
+
+// appendMessages appends a poll reply's messages to dst; their bytes
+// alias the reply.
+func appendMessages(dst []batch.Message, rep *vsr.PollReply) ([]batch.Message, error) {
+	err := rep.Messages(true, func(m *vsr.Message) error {
 		msg := batch.Message{Offset: m.Offset, Timestamp: m.Timestamp, Payload: m.Payload, ID: [16]byte(m.ID), OriginTimestamp: m.OriginTimestamp}
 		if len(m.Headers) > 0 {
 			msg.Headers = m.Headers
@@ -308,9 +317,9 @@ func (b *vsrBackend) poll(ctx context.Context, t *Topic, p uint32, offset uint64
 		return nil
 	})
 	if err != nil {
-		return dst[:0], false, fmt.Errorf("%w: %w", ErrMalformedReply, err)
+		return dst, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 	}
-	return dst, true, nil
+	return dst, nil
 }
 
 func offsetReq(t *Topic, p uint32) *vsr.Offset {

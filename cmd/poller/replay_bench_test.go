@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // archives it with `poller once` (versitygw, 8 MiB objects, the state on
 // moto_server), then replays it with `poller replay` into a new topic of
 // the same broker. replay/archive is the ratio of their messages per
-// second (wall time), cpu-ratio that of their CPU time. BENCH_FORMAT sets
+// second (wall time), cpu-ratio that of their CPU time, replay-peak-rss-MiB
+// the replay process's peak resident memory. BENCH_FORMAT sets
 // output_format (json_lines):
 //
 //	go test ./cmd/poller -run '^$' -bench Replay -benchtime 3x
@@ -38,6 +40,7 @@ func BenchmarkReplay(b *testing.B) {
 	br := benchBroker(b, iggyadmin.BrokerProtocol(b))
 	env := append(benchEnv(b), "SINK_OUTPUT_FORMAT="+format, "IGGY_ADDRESS="+br.Addr())
 	var archiveWall, replayWall, archiveCPU, replayCPU time.Duration
+	var peakKB int64
 	var bytesDone uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -48,7 +51,9 @@ func BenchmarkReplay(b *testing.B) {
 		b.StartTimer()
 		cpu, wall, n := runOnce(b, bin, ienv)
 		archiveWall, archiveCPU, bytesDone = archiveWall+wall, archiveCPU+cpu, bytesDone+n
-		cpu, wall = runReplay(b, bin, ienv, topic+"-restored", messages)
+		var kb int64
+		cpu, wall, kb = runReplay(b, bin, ienv, topic+"-restored", messages)
+		peakKB = max(peakKB, kb)
 		replayWall, replayCPU = replayWall+wall, replayCPU+cpu
 	}
 	b.StopTimer()
@@ -58,10 +63,11 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportMetric(total/replayWall.Seconds(), "replay-msgs/s")
 	b.ReportMetric(archiveWall.Seconds()/replayWall.Seconds(), "replay/archive")
 	b.ReportMetric(replayCPU.Seconds()/archiveCPU.Seconds(), "cpu-ratio")
+	b.ReportMetric(float64(peakKB)/1024, "replay-peak-rss-MiB")
 }
 
 // runReplay runs `poller replay` into target and checks its summary.
-func runReplay(b *testing.B, bin string, env []string, target string, messages int) (cpu, wall time.Duration) {
+func runReplay(b *testing.B, bin string, env []string, target string, messages int) (cpu, wall time.Duration, peakKB int64) {
 	b.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "replay", "-to-topic", target, "-json")
@@ -76,5 +82,8 @@ func runReplay(b *testing.B, bin string, env []string, target string, messages i
 		b.Fatalf("replay produced %d of %d messages (%v):\n%s", sum.Replayed, messages, err, stderr.String())
 	}
 	st := cmd.ProcessState
-	return st.UserTime() + st.SystemTime(), wall
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		peakKB = ru.Maxrss
+	}
+	return st.UserTime() + st.SystemTime(), wall, peakKB
 }

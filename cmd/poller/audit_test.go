@@ -80,7 +80,7 @@ func TestAuditJSON(t *testing.T) {
 	}
 
 	errb.Reset()
-	if code := run([]string{"once", "-json"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-json (a flag of audit)") {
+	if code := run([]string{"once", "-json"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-json (a flag of audit, replay)") {
 		t.Fatalf("once -json: exit %d: %s", code, errb.String())
 	}
 }

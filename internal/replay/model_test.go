@@ -14,6 +14,7 @@ import (
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/archive"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/batch"
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/state"
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/testkit/testenv"
 )
@@ -170,46 +171,73 @@ func isDeadline(err error) bool {
 
 // TestCrashAtEveryStep kills a replay at each of its calls in turn, before
 // the call and after it took effect, then runs it again: every archived
-// message lands exactly once, in order, at its archived offset.
+// message lands exactly once, in order, at its archived offset. Once into
+// a fresh target, once into a target deleted and created again after a
+// full replay into it (the state then names the old one).
 func TestCrashAtEveryStep(t *testing.T) {
 	s3srv := testenv.StartVersity(t)
 	for _, protocol := range dialects(t) {
-		t.Run(protocol, func(t *testing.T) {
-			// How many calls a clean replay of this archive makes.
-			clean := newWorld(t, s3srv, rand.New(rand.NewPCG(3, 3)), protocol, 1, layouts[0], false)
-			f := &faults{killAt: -1, stallAt: -1}
-			for _, r := range clean.process("count", f).run(rand.New(rand.NewPCG(1, 1))) {
-				if r.Err != nil {
-					t.Fatal(r.Err)
-				}
+		for _, recreated := range []bool{false, true} {
+			name := protocol
+			if recreated {
+				name += "/recreated"
 			}
-			clean.check(nil)
-			steps := f.calls
-			if steps < 8 {
-				t.Fatalf("a clean replay made only %d calls", steps)
-			}
-			for k := range steps {
-				for _, after := range []bool{false, true} {
+			t.Run(name, func(t *testing.T) {
+				world := func() *world {
 					w := newWorld(t, s3srv, rand.New(rand.NewPCG(3, 3)), protocol, 1, layouts[0], false)
-					killed := w.process("killed", &faults{killAt: k, after: after, stallAt: -1})
-					for _, r := range killed.run(rand.New(rand.NewPCG(1, 1))) {
-						if !errors.Is(r.Err, errKilled) {
-							t.Fatalf("step %d (after %v): the killed run ended with %v", k, after, r.Err)
+					if recreated {
+						replayAll(t, w.process("first", nil))
+						if err := w.admin.DeleteTopic(w.targetStream, "events"); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := w.admin.CreateTopic(w.targetStream, "events", len(w.plans)); err != nil {
+							t.Fatal(err)
 						}
 					}
-					time.Sleep(ttl + 50*time.Millisecond)
-					for _, r := range w.process("again", nil).run(rand.New(rand.NewPCG(1, 1))) {
-						if r.Err != nil {
-							t.Fatalf("step %d (after %v): the run after the kill: %v", k, after, r.Err)
-						}
-						if !r.Aligned && r.Replayed > 0 {
-							t.Fatalf("step %d (after %v): the target's offsets are not the archive's", k, after)
-						}
-					}
-					w.check(nil)
+					return w
 				}
-			}
-		})
+				// How many calls a clean replay of this archive makes.
+				clean := world()
+				f := &faults{killAt: -1, stallAt: -1}
+				replayAll(t, clean.process("count", f))
+				clean.check(nil)
+				steps := f.calls
+				if steps < 8 {
+					t.Fatalf("a clean replay made only %d calls", steps)
+				}
+				for k := range steps {
+					for _, after := range []bool{false, true} {
+						w := world()
+						killed := w.process("killed", &faults{killAt: k, after: after, stallAt: -1})
+						for _, r := range killed.run(rand.New(rand.NewPCG(1, 1))) {
+							if !errors.Is(r.Err, errKilled) {
+								t.Fatalf("step %d (after %v): the killed run ended with %v", k, after, r.Err)
+							}
+						}
+						time.Sleep(ttl + 50*time.Millisecond)
+						for _, r := range w.process("again", nil).run(rand.New(rand.NewPCG(1, 1))) {
+							if r.Err != nil {
+								t.Fatalf("step %d (after %v): the run after the kill: %v", k, after, r.Err)
+							}
+							if !r.Aligned && r.Replayed > 0 {
+								t.Fatalf("step %d (after %v): the target's offsets are not the archive's", k, after)
+							}
+						}
+						w.check(nil)
+					}
+				}
+			})
+		}
+	}
+}
+
+// replayAll replays every partition with p, which must not fail.
+func replayAll(t *testing.T, p *process) {
+	t.Helper()
+	for _, r := range p.run(rand.New(rand.NewPCG(1, 1))) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
 	}
 }
 
@@ -240,6 +268,60 @@ func TestStopByGoesOn(t *testing.T) {
 			break
 		}
 		r.Opts.StopBy = time.Time{}
+	}
+	w.check(nil)
+}
+
+// lateTarget's first Send fails at once and lands later: a send whose
+// bytes reach the server after the sender gave up on it.
+type lateTarget struct {
+	Target
+	wg   *sync.WaitGroup
+	once *sync.Once
+}
+
+func (lt lateTarget) Send(ctx context.Context, p uint32, msgs []source.Outgoing) (uint64, bool, error) {
+	late := false
+	lt.once.Do(func() { late = true })
+	if !late {
+		return lt.Target.Send(ctx, p, msgs)
+	}
+	lt.wg.Add(1)
+	go func() {
+		defer lt.wg.Done()
+		time.Sleep(ttl / 4)
+		_, _, _ = lt.Target.Send(context.Background(), p, msgs)
+	}()
+	return 0, false, errors.New("connection reset (test)")
+}
+
+// TestFailedSendKeepsLease: a run whose send failed does not give its
+// lease back, so a run right after it cannot find the chunk not landed
+// and send it again while the first send is still on its way.
+func TestFailedSendKeepsLease(t *testing.T) {
+	s3srv := testenv.StartVersity(t)
+	w := newWorld(t, s3srv, rand.New(rand.NewPCG(7, 7)), "0.9", 1, layouts[0], false)
+	var wg sync.WaitGroup
+	r := w.process("failing", nil).replayer()
+	r.Target = lateTarget{Target: r.Target, wg: &wg, once: &sync.Once{}}
+	res := r.Partition(context.Background(), w.plans[0])
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "may have landed") {
+		t.Fatalf("the run whose send failed: %v", res.Err)
+	}
+	for _, r := range w.process("right-after", nil).run(rand.New(rand.NewPCG(1, 1))) {
+		if !errors.Is(r.Err, state.ErrLeaseHeld) {
+			t.Fatalf("a run right after the failed send: %v; want the lease still held", r.Err)
+		}
+	}
+	wg.Wait()
+	time.Sleep(ttl + 50*time.Millisecond)
+	for _, r := range w.process("after-expiry", nil).run(rand.New(rand.NewPCG(1, 1))) {
+		if r.Err != nil {
+			t.Fatalf("the run after the lease expired: %v", r.Err)
+		}
+		if !strings.Contains(r.Resumed, "had landed") {
+			t.Fatalf("the run after the lease expired resumed with %q; want the late chunk found landed", r.Resumed)
+		}
 	}
 	w.check(nil)
 }

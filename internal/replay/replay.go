@@ -174,6 +174,9 @@ type run struct {
 	// produced: the replay (this run or an earlier one) has produced into
 	// the target.
 	produced bool
+	// unsettled: a send failed and may still land; the lease is left to
+	// expire rather than given back.
+	unsettled bool
 }
 
 // Partition replays one plan into target partition plan.Partition.
@@ -196,18 +199,29 @@ func (ru *run) replay(ctx context.Context) error {
 	o := &ru.Opts
 	key := o.Key(ru.plan.Partition)
 	st, err := ru.State.Acquire(ctx, key, o.Owner, o.ttl())
+	if errors.Is(err, state.ErrLeaseHeld) {
+		return fmt.Errorf("replay lease %s: %w (another replay works on this partition, or an earlier one's send failed and its lease is left to expire: run again after lease_duration, %s)", key, err, o.ttl())
+	}
 	if err != nil {
 		return fmt.Errorf("replay lease %s: %w", key, err)
 	}
 	ru.st = st
 	defer func() {
 		// A lease given back at once lets the next run go on without
-		// waiting for it to expire; an error leaves it to expire.
+		// waiting for it to expire. Not after a send that failed: its
+		// bytes may still reach the server, and only the lease's last
+		// third (the send's deadline ends there) keeps the next run from
+		// finding the chunk not landed and sending it again.
+		if ru.unsettled {
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = ru.State.Release(rctx, ru.st)
 	}()
-	ru.pos, ru.hasPos, ru.produced = st.LastWritten, st.HasWritten, st.HasWritten || st.Messages > 0
+	// Not st.Messages > 0: a Reset (a re-created target) keeps the counts
+	// and clears HasWritten.
+	ru.pos, ru.hasPos, ru.produced = st.LastWritten, st.HasWritten, st.HasWritten
 	if err := ru.reconcile(ctx); err != nil {
 		return err
 	}
@@ -235,8 +249,8 @@ func (ru *run) reconcile(ctx context.Context) error {
 	}
 	if next == 0 {
 		if ru.produced {
-			return fmt.Errorf("%w: it is empty, and the replay's state says it produced %d messages into it (removed by retention?); "+
-				"replay into a new topic, or delete the state item %s to replay into this one again", ErrTargetChanged, ru.st.Messages, ru.st.Key.ID())
+			return fmt.Errorf("%w: it is empty, and the replay's state says it holds the archive up to offset %d (removed by retention?); "+
+				"replay into a new topic, or delete the state item %s to replay into this one again", ErrTargetChanged, ru.pos, ru.st.Key.ID())
 		}
 		return nil
 	}
@@ -515,7 +529,8 @@ func (ru *run) flush(ctx context.Context, ch *chunk) error {
 		known, err = false, nil // the server has it already: the read below tells where
 	}
 	if err != nil {
-		return fmt.Errorf("%w (the chunk of archived offsets %d..%d may have landed: the next run settles it)", err, first, last)
+		ru.unsettled = true
+		return fmt.Errorf("%w (the chunk of archived offsets %d..%d may have landed: the next run settles it once this run's lease expired)", err, first, last)
 	}
 	if !known {
 		got, err := ru.Target.Read(ctx, p, target, 1)

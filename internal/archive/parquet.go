@@ -43,30 +43,37 @@ func decodeParquet(body []byte, l Layout) (recs []Record, err error) {
 	for i := range payloads {
 		payloads[i] = []byte{'{'}
 	}
-	var whole, extra arrow.Array
 	sch := tbl.Schema()
-	for c := 0; c < int(tbl.NumCols()); c++ {
+	cols := make([]column, tbl.NumCols())
+	for c := range cols {
 		name := sch.Field(c).Name
-		col := tbl.Column(c).Data()
-		if len(col.Chunks()) != 1 {
-			chunk, err := array.Concatenate(col.Chunks(), memory.DefaultAllocator)
-			if err != nil {
-				return nil, fmt.Errorf("archive: column %s: %w", name, err)
-			}
-			defer chunk.Release()
-			if err := each(chunk, name, l, recs, payloads, hasField, &whole, &extra); err != nil {
-				return nil, err
-			}
+		chunks := tbl.Column(c).Data().Chunks()
+		if len(chunks) == 1 {
+			cols[c] = column{name, chunks[0]}
 			continue
 		}
-		if err := each(col.Chunk(0), name, l, recs, payloads, hasField, &whole, &extra); err != nil {
+		a, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			return nil, fmt.Errorf("archive: column %s: %w", name, err)
+		}
+		defer a.Release()
+		cols[c] = column{name, a}
+	}
+	whole, extra := special(cols, l)
+	for _, c := range cols {
+		if c.a == whole || c.a == extra {
+			continue
+		}
+		if err := each(c.a, c.name, l, recs, payloads, hasField); err != nil {
 			return nil, err
 		}
 	}
 	for i := range recs {
 		switch {
 		case whole != nil && !whole.IsNull(i):
-			recs[i].Payload = wholePayload(whole, i, l.Schema)
+			if recs[i].Payload, err = wholePayload(whole, i); err != nil {
+				return nil, err
+			}
 		default:
 			p := payloads[i]
 			if extra != nil && !extra.IsNull(i) {
@@ -78,8 +85,72 @@ func decodeParquet(body []byte, l Layout) (recs []Record, err error) {
 	return recs, nil
 }
 
+// column is one top-level column of a file.
+type column struct {
+	name string
+	a    arrow.Array
+}
+
+// special finds the payload column (the whole payload) and payload_extra
+// among a file's columns. Under schema json a member may be named so too
+// (the writer renames it only when the file has the column of that name):
+// the column "payload" is the whole payload when it holds JSON text only
+// in rows with no member column set, payload_extra when it holds JSON
+// objects only. Anything else is a member.
+func special(cols []column, l Layout) (whole, extra arrow.Array) {
+	meta := func(name string) bool {
+		return (l.Metadata && (name == "offset" || name == "timestamp" || name == "stream" || name == "topic" || name == "partition_id")) ||
+			(l.Headers && name == "headers")
+	}
+	for _, c := range cols {
+		switch {
+		case c.name == "payload" && l.Schema != batch.SchemaJSON:
+			whole = c.a
+		case c.name == "payload":
+			if whole = c.a; !allJSON(c.a, false) {
+				whole = nil
+			}
+		case c.name == "payload_extra" && allJSON(c.a, true):
+			extra = c.a
+		}
+	}
+	if whole == nil || l.Schema != batch.SchemaJSON {
+		return whole, extra
+	}
+	for i := 0; i < whole.Len(); i++ {
+		if whole.IsNull(i) {
+			continue
+		}
+		for _, c := range cols {
+			if c.a != whole && c.a != extra && !meta(c.name) && !c.a.IsNull(i) {
+				return nil, extra // a member set beside it: "payload" is a member too
+			}
+		}
+	}
+	return whole, extra
+}
+
+// allJSON reports whether a is a string column whose values are JSON text
+// (JSON objects, when objects).
+func allJSON(a arrow.Array, objects bool) bool {
+	v, ok := a.(*array.String)
+	if !ok {
+		return false
+	}
+	for i := 0; i < v.Len(); i++ {
+		if v.IsNull(i) {
+			continue
+		}
+		text := bytes.TrimSpace([]byte(v.Value(i)))
+		if !json.Valid(text) || (objects && text[0] != '{') {
+			return false
+		}
+	}
+	return true
+}
+
 // each takes one top-level column into the records.
-func each(a arrow.Array, name string, l Layout, recs []Record, payloads [][]byte, hasField []bool, whole, extra *arrow.Array) error {
+func each(a arrow.Array, name string, l Layout, recs []Record, payloads [][]byte, hasField []bool) error {
 	switch {
 	case l.Metadata && name == "offset":
 		v, ok := a.(*array.Int64)
@@ -92,8 +163,8 @@ func each(a arrow.Array, name string, l Layout, recs []Record, payloads [][]byte
 		return nil
 	case l.Metadata && name == "timestamp":
 		v, ok := a.(*array.Timestamp)
-		if !ok {
-			return fmt.Errorf("archive: column timestamp is %s, not a timestamp", a.DataType())
+		if !ok || v.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return fmt.Errorf("archive: column timestamp is %s, not a timestamp in microseconds", a.DataType())
 		}
 		for i := range recs {
 			if us := int64(v.Value(i)); us > 0 {
@@ -125,20 +196,11 @@ func each(a arrow.Array, name string, l Layout, recs []Record, payloads [][]byte
 			recs[i].Headers = h
 		}
 		return nil
-	case name == "payload":
-		*whole = a
-		return nil
-	case name == "payload_extra":
-		if _, ok := a.(*array.String); !ok {
-			return fmt.Errorf("archive: column payload_extra is %s, not a string", a.DataType())
-		}
-		*extra = a
-		return nil
 	}
+	// The column's name is the member's: a member renamed for its column
+	// ("" as "_", "payload" as "payload_2") cannot be told from one named
+	// so, and comes back under the column's name (docs/restore.md).
 	member := name
-	if member == "_" {
-		member = "" // the empty name's column
-	}
 	for i := range recs {
 		if a.IsNull(i) {
 			continue
@@ -159,14 +221,14 @@ func each(a arrow.Array, name string, l Layout, recs []Record, payloads [][]byte
 }
 
 // wholePayload is a payload the file holds in one column.
-func wholePayload(a arrow.Array, i int, schema batch.Schema) []byte {
+func wholePayload(a arrow.Array, i int) ([]byte, error) {
 	switch v := a.(type) {
 	case *array.String:
-		return []byte(v.Value(i)) // schema json's JSON text, or schema text's text
+		return []byte(v.Value(i)), nil // schema json's JSON text, or schema text's text
 	case *array.Binary:
-		return bytes.Clone(v.Value(i))
+		return bytes.Clone(v.Value(i)), nil
 	}
-	return nil
+	return nil, fmt.Errorf("archive: column payload is %s, not a string or binary", a.DataType())
 }
 
 // mergeExtra adds payload_extra's members (a JSON object) to the payload.

@@ -130,8 +130,8 @@ template, format, compression) of one topic (-stream, -topic; default the
 configuration's first) and produces it into the target: -to-stream and
 -to-topic (default the archived names) on the configured server or
 -to-address. Partition p goes into partition p, in offset order; a missing
-target topic is created with the archive's partition count, and a target
-with fewer partitions is refused. Each message gets an id that names its
+target topic is created with partitions up to the archive's highest id,
+and a target without one of them is refused. Each message gets an id that names its
 archived offset, and progress is kept in the state table (a lease per
 target partition, an intent per chunk), so a replay killed at any point and
 run again produces every message exactly once. A target partition another

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -177,22 +178,25 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	}
 	defer conn.Close()
 
-	reports, err := replayReports(ctx, s, o)
+	reports, err := replayReports(ctx, s, o, conn)
 	if err != nil {
 		return nil, err
 	}
-	gen, plans, err := pickGeneration(reports, o.Generation)
+	gen, plans, leftOut, err := pickGeneration(reports, o.Generation)
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range leftOut {
+		log.Warn("a partition of the archive is left out: it holds no object of the generation replayed", "detail", l)
 	}
 	if len(plans) == 0 {
 		return nil, fmt.Errorf("replay: the archive holds nothing of %s/%s under s3://%s/%s", o.Stream, o.Topic, cfg.Plugin.Bucket, cfg.Plugin.Prefix)
 	}
-	need := uint32(0)
+	var ids []uint32
 	for _, p := range plans {
-		need = max(need, p.Partition+1)
+		ids = append(ids, p.Partition)
 	}
-	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, need)
+	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,8 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	for _, p := range plans {
 		prog.total += p.messages()
 	}
-	sum := ReplaySummary{Source: fmt.Sprintf("%s/%s", o.Stream, o.Topic), Generation: gen, Target: fmt.Sprintf("%s/%s", t.Stream, t.Topic), Created: created}
+	sum := ReplaySummary{Source: fmt.Sprintf("%s/%s", o.Stream, o.Topic), Generation: gen, Target: fmt.Sprintf("%s/%s", t.Stream, t.Topic), Created: created,
+		LeftOut: leftOut}
 	// Partitions go in parallel, each worker on a connection of its own
 	// (a connection's calls are one at a time).
 	workers := min(len(plans), max(o.Parallel, 1))
@@ -282,15 +287,25 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	return &sum, nil
 }
 
-// replayReports audits the archived partitions: those asked for, or every
-// partition the server's topic has, or (the topic gone) every one the
-// archive has, found by listing.
-func replayReports(ctx context.Context, s *app.Sink, o ReplayOptions) ([]audit.Report, error) {
+// replayReports audits the archived partitions: those asked for, or
+// else every partition the archived topic still has on the server conn
+// talks to (when it is the configured one), and past them every one the
+// archive has, found by listing until probeLimit partitions in a row hold
+// nothing.
+func replayReports(ctx context.Context, s *app.Sink, o ReplayOptions, conn *source.Conn) ([]audit.Report, error) {
 	parts := o.Partitions
 	if parts == nil {
+		var known uint32
+		if o.ToAddress == "" {
+			if tp, err := conn.Topic(ctx, o.Stream, o.Topic, replayGroup); err == nil {
+				for _, pi := range tp.Partitions {
+					known = max(known, pi.ID+1)
+				}
+			}
+		}
 		var reports []audit.Report
 		misses := 0
-		for p := uint32(0); misses < probeLimit; p++ {
+		for p := uint32(0); p < known || misses < probeLimit; p++ {
 			reps, err := audit.Check(ctx, s.Objects, s.Names(), []audit.Partition{{Stream: o.Stream, Topic: o.Topic, Partition: p}})
 			if err != nil {
 				return nil, s.Explainer().S3("list", err)
@@ -329,8 +344,11 @@ func (p partitionPlan) messages() uint64 {
 	return n
 }
 
-// pickGeneration keeps the reports of one generation (want, or the newest).
-func pickGeneration(reports []audit.Report, want *uint32) (uint32, []partitionPlan, error) {
+// pickGeneration keeps the reports of one generation (want, or the newest
+// of any partition: a topic re-created is re-created whole, so an older
+// generation of a partition is of a topic that is gone), and says which
+// archived partitions that leaves out.
+func pickGeneration(reports []audit.Report, want *uint32) (uint32, []partitionPlan, []string, error) {
 	var gen uint32
 	if want != nil {
 		gen = *want
@@ -340,37 +358,68 @@ func pickGeneration(reports []audit.Report, want *uint32) (uint32, []partitionPl
 		}
 	}
 	var plans []partitionPlan
+	kept := map[uint32]bool{}
+	others := map[uint32][]uint32{}
 	for _, r := range reports {
-		if r.Generation != gen || (r.Objects == 0 && r.GapMarkers == 0) {
+		if r.Objects == 0 && r.GapMarkers == 0 {
+			continue
+		}
+		if r.Generation != gen {
+			others[r.Partition] = append(others[r.Partition], r.Generation)
 			continue
 		}
 		p, err := replay.PlanOf(r)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		plans = append(plans, partitionPlan{p})
+		kept[r.Partition] = true
 	}
-	return gen, plans, nil
+	var leftOut []string
+	for _, r := range reports {
+		if gens, ok := others[r.Partition]; ok && !kept[r.Partition] {
+			delete(others, r.Partition)
+			leftOut = append(leftOut, fmt.Sprintf("partition %d: generation %v only, not %d (-generation %d replays it)", r.Partition, gens, gen, gens[len(gens)-1]))
+		}
+	}
+	return gen, plans, leftOut, nil
 }
 
-// targetTopic resolves the target, creating it with need partitions when
-// it is missing; a target with fewer is refused.
-func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, need uint32) (*source.Topic, bool, error) {
+// targetTopic resolves the target, creating it (and its stream) with the
+// partitions ids names when it is missing; a target without one of them
+// is refused.
+func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, ids []uint32) (*source.Topic, bool, error) {
 	t, err := conn.Topic(ctx, stream, topic, replayGroup)
 	created := false
 	if errors.Is(err, source.ErrNotFound) {
-		if err = conn.CreateTopic(ctx, stream, topic, need); err != nil {
-			return nil, false, err
+		// Partition ids start at the server's first (1 on 0.8), so as
+		// many as reach the highest id.
+		count := uint32(1)
+		for _, id := range ids {
+			count = max(count, id+1-min(id, conn.FirstPartition()))
 		}
-		created = true
-		t, err = conn.Topic(ctx, stream, topic, replayGroup)
+		err = conn.CreateTopic(ctx, stream, topic, count)
+		created = err == nil
+		if err == nil || errors.Is(err, source.ErrExists) { // another replay created it meanwhile
+			t, err = conn.Topic(ctx, stream, topic, replayGroup)
+		}
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	if uint32(len(t.Partitions)) < need {
-		return nil, false, fmt.Errorf("replay: the target %s/%s has %d partitions and the archive %d: partition p goes into partition p, so give the target at least %d (or choose partitions with -partitions)",
-			t.Stream, t.Topic, len(t.Partitions), need, need)
+	has := map[uint32]bool{}
+	for _, p := range t.Partitions {
+		has[p.ID] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if !has[id] {
+			missing = append(missing, strconv.FormatUint(uint64(id), 10))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, false, fmt.Errorf("replay: the target %s/%s has no partition %s (it has %d, from id %d): partition p goes into partition p, so give the target more partitions, or choose partitions with -partitions",
+			t.Stream, t.Topic, strings.Join(missing, ", "), len(t.Partitions), conn.FirstPartition())
 	}
 	return t, created, nil
 }
@@ -388,6 +437,9 @@ type ReplaySummary struct {
 	// error); else run again to go on.
 	Done       bool              `json:"done"`
 	Partitions []PartitionReplay `json:"partitions"`
+	// LeftOut are archived partitions with objects of other generations
+	// only (-generation chooses one).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // PartitionReplay is one partition's line of the summary.
@@ -434,6 +486,9 @@ func (s *ReplaySummary) write(w io.Writer) error {
 		if p.Error != "" {
 			fmt.Fprintf(&b, "    STOPPED: %s\n", p.Error)
 		}
+	}
+	for _, l := range s.LeftOut {
+		fmt.Fprintf(&b, "  left out: %s\n", l)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

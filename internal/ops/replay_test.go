@@ -2,9 +2,12 @@ package ops
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggy-s3-sink/iggy-s3-sink/internal/audit"
 )
 
 // TestReplayRequestOptions: a Lambda's replay payload becomes the
@@ -33,5 +36,31 @@ func TestReplayRequestOptions(t *testing.T) {
 		case tc.err == "" && (err != nil || !tc.check(o)):
 			t.Errorf("%s: %+v, %v", tc.payload, o, err)
 		}
+	}
+}
+
+// TestPickGeneration: the newest generation of any partition is replayed,
+// and a partition archived only under another one is named, not dropped
+// in silence.
+func TestPickGeneration(t *testing.T) {
+	rep := func(p, gen uint32) audit.Report {
+		return audit.Report{Stream: "s", Topic: "t", Partition: p, Generation: gen, Objects: 1,
+			Ranges: []audit.Range{{First: 0, Last: 9, Key: fmt.Sprintf("k-%d-%d", p, gen)}}}
+	}
+	reports := []audit.Report{rep(0, 0), rep(0, 1), rep(1, 1), rep(2, 0), {Partition: 3, Generation: 1}}
+	gen, plans, leftOut, err := pickGeneration(reports, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen != 1 || len(plans) != 2 || plans[0].Partition != 0 || plans[1].Partition != 1 {
+		t.Fatalf("generation %d, plans %+v; want generation 1 for partitions 0 and 1", gen, plans)
+	}
+	if len(leftOut) != 1 || !strings.Contains(leftOut[0], "partition 2: generation [0] only") || !strings.Contains(leftOut[0], "-generation 0") {
+		t.Fatalf("left out %q; want partition 2 named with -generation 0", leftOut)
+	}
+	zero := uint32(0)
+	gen, plans, leftOut, _ = pickGeneration(reports, &zero)
+	if gen != 0 || len(plans) != 2 || len(leftOut) != 1 || !strings.Contains(leftOut[0], "partition 1") {
+		t.Fatalf("-generation 0: generation %d, %d plans, left out %q", gen, len(plans), leftOut)
 	}
 }

@@ -62,7 +62,7 @@ func TestReplayRestoresTopic(t *testing.T) {
 					t.Fatalf("partition %d: %+v", p.Partition, p)
 				}
 			}
-			compareTopics(t, st, "logs", "restored", tc.format == "parquet")
+			compareTopics(t, st, "logs", "restored", map[bool]timeKept{true: timeExact, false: timeSeconds}[tc.format == "parquet"])
 
 			// Run again: the target holds it all, nothing is produced.
 			out.Reset()
@@ -96,7 +96,17 @@ func TestReplayRestoresTopic(t *testing.T) {
 
 // compareTopics reads both topics with a plain consumer and compares them
 // message by message.
-func compareTopics(t *testing.T, st *stack, from, to string, exactTime bool) {
+// timeKept is how much of the message time an archive keeps.
+type timeKept int
+
+const (
+	timeSeconds timeKept = iota // JSON records
+	timeExact                   // Parquet
+	timeNone                    // include_metadata = false: the target's own time
+)
+
+func compareTopics(t *testing.T, st *stack, from, to string, kept timeKept) {
+	exactTime := kept == timeExact
 	t.Helper()
 	ctx := context.Background()
 	c, err := source.Open(ctx, source.Config{Address: st.broker.Addr(), Username: "iggy", Password: "iggy"})
@@ -130,6 +140,9 @@ func compareTopics(t *testing.T, st *stack, from, to string, exactTime bool) {
 			if exactTime {
 				// Parquet keeps header values as text (docs/restore.md).
 				sameHeaders = headerValues(t, d.Headers) == headerValues(t, s.Headers)
+			}
+			if kept == timeNone {
+				want = d.OriginTimestamp
 			}
 			if d.Offset != s.Offset || !bytes.Equal(d.Payload, s.Payload) || d.OriginTimestamp != want || !sameHeaders {
 				t.Fatalf("partition %d offset %d: restored offset %d payload %q origin %d headers %s; archived payload %q time %d headers %s",
@@ -369,44 +382,51 @@ func textValues(h map[string]any) map[string]string {
 // (invalid_payload = "error_object") are left out and counted, or with
 // -include-errors replayed in their place, with their own bytes.
 func TestReplayIncludeErrors(t *testing.T) {
-	st := newStack(t, 30)
-	st.setenv(t)
-	t.Setenv("SINK_INVALID_PAYLOAD", "error_object")
-	t.Setenv("SINK_INCLUDE_HEADERS", "true")
-	bad := [][]byte{[]byte(`{"broken":`), {0xff, 0xfe, '{'}, []byte("plain text")}
-	for _, p := range bad {
-		if _, err := st.broker.Append("app", "logs", 1, p, nil); err != nil {
-			t.Fatal(err)
-		}
+	// Without include_metadata the records hold no offsets: the error
+	// object's offsets place the data object's records.
+	for _, meta := range []string{"true", "false"} {
+		t.Run("include_metadata="+meta, func(t *testing.T) {
+			st := newStack(t, 30)
+			st.setenv(t)
+			t.Setenv("SINK_INVALID_PAYLOAD", "error_object")
+			t.Setenv("SINK_INCLUDE_HEADERS", "true")
+			t.Setenv("SINK_INCLUDE_METADATA", meta)
+			bad := [][]byte{[]byte(`{"broken":`), {0xff, 0xfe, '{'}, []byte("plain text")}
+			for _, p := range bad {
+				if _, err := st.broker.Append("app", "logs", 1, p, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := st.broker.Append("app", "logs", 1, []byte(`{"after":true}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if code := run([]string{"once"}, nil, &out, &errb); code != 0 {
+				t.Fatalf("once: exit %d: %s", code, errb.String())
+			}
+			replayInto := func(topic string, args ...string) ops.ReplaySummary {
+				t.Helper()
+				out.Reset()
+				if code := run(append([]string{"replay", "-to-topic", topic, "-json"}, args...), nil, &out, &errb); code != 0 {
+					t.Fatalf("replay %v: exit %d:\n%s\n%s", args, code, out.String(), errb.String())
+				}
+				var sum ops.ReplaySummary
+				if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+					t.Fatal(err)
+				}
+				return sum
+			}
+			without := replayInto("without-errors")
+			if without.Replayed != 30+1 || without.Partitions[1].Absent != 3 || without.Partitions[1].Aligned {
+				t.Fatalf("without -include-errors: %+v", without)
+			}
+			with := replayInto("with-errors", "-include-errors")
+			if with.Replayed != 34 || with.Partitions[1].Absent != 0 {
+				t.Fatalf("with -include-errors: %+v", with)
+			}
+			compareTopics(t, st, "logs", "with-errors", map[string]timeKept{"true": timeSeconds, "false": timeNone}[meta])
+		})
 	}
-	if _, err := st.broker.Append("app", "logs", 1, []byte(`{"after":true}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := run([]string{"once"}, nil, &out, &errb); code != 0 {
-		t.Fatalf("once: exit %d: %s", code, errb.String())
-	}
-	replayInto := func(topic string, args ...string) ops.ReplaySummary {
-		t.Helper()
-		out.Reset()
-		if code := run(append([]string{"replay", "-to-topic", topic, "-json"}, args...), nil, &out, &errb); code != 0 {
-			t.Fatalf("replay %v: exit %d:\n%s\n%s", args, code, out.String(), errb.String())
-		}
-		var sum ops.ReplaySummary
-		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
-	without := replayInto("without-errors")
-	if without.Replayed != 30+1 || without.Partitions[1].Absent != 3 || without.Partitions[1].Aligned {
-		t.Fatalf("without -include-errors: %+v", without)
-	}
-	with := replayInto("with-errors", "-include-errors")
-	if with.Replayed != 34 || with.Partitions[1].Absent != 0 {
-		t.Fatalf("with -include-errors: %+v", with)
-	}
-	compareTopics(t, st, "logs", "with-errors", false)
 }
 
 // TestReplayKill9 kills `poller replay` with SIGKILL three times while it

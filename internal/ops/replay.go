@@ -202,21 +202,21 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	}
 	reader := &replay.Reader{Objects: s.Objects, Layout: archive.Layout{Format: cfg.Plugin.OutputFormat, Compression: cfg.Plugin.Compression,
 		Schema: schema, Metadata: cfg.Plugin.IncludeMetadata, Headers: cfg.Plugin.IncludeHeaders}}
-	if o.IncludeErrors {
-		names := s.Names()
-		if _, ok := names.ErrorsPrefix(); !ok {
-			return nil, errors.New(`replay -include-errors: the configuration names no error objects (invalid_payload = "error_object" writes them)`)
-		}
+	names := s.Names()
+	if _, ok := names.ErrorsPrefix(); ok {
 		reader.ErrorsKey = names.ErrorsKeyOf
+	} else if o.IncludeErrors {
+		return nil, errors.New(`replay -include-errors: the configuration names no error objects (invalid_payload = "error_object" writes them)`)
 	}
+	reader.IncludeErrors = o.IncludeErrors
 	owner, _ := os.Hostname()
 	owner = fmt.Sprintf("replay-%s-%d-%d", owner, os.Getpid(), time.Now().UnixNano())
-	prog := &replayProgress{w: o.Progress, start: time.Now(), done: map[uint32]replay.Progress{}}
+	prog := &replayProgress{w: o.Progress, start: time.Now(), done: map[uint32]replay.Progress{}, planned: map[uint32]uint64{}}
 	opts := replay.Options{Source: replay.Source{Stream: o.Stream, Topic: o.Topic, Generation: gen}, TargetStream: t.Stream, TargetTopic: t.Topic,
 		Owner: owner, FromOffset: o.FromOffset, ToOffset: o.ToOffset, Since: o.Since, Until: o.Until, Append: o.Append,
 		StopBy: o.StopBy, Progress: prog.report, Log: log, ChunkMessages: o.ChunkMessages, LeaseTTL: cfg.Plugin.LeaseDuration}
 	for _, p := range plans {
-		prog.total += p.messages()
+		prog.planned[p.Partition] = p.messages()
 	}
 	sum := ReplaySummary{Source: fmt.Sprintf("%s/%s", o.Stream, o.Topic), Generation: gen, Target: fmt.Sprintf("%s/%s", t.Stream, t.Topic), Created: created,
 		LeftOut: leftOut}
@@ -498,9 +498,10 @@ func (s *ReplaySummary) write(w io.Writer) error {
 type replayProgress struct {
 	w           io.Writer
 	start, last time.Time
-	total       uint64
-	mu          sync.Mutex
-	done        map[uint32]replay.Progress
+	// planned are the archived messages of each partition's plan.
+	planned map[uint32]uint64
+	mu      sync.Mutex
+	done    map[uint32]replay.Progress
 }
 
 func (p *replayProgress) report(pr replay.Progress) {
@@ -515,14 +516,21 @@ func (p *replayProgress) report(pr replay.Progress) {
 		return
 	}
 	p.last = now
-	var all, bytes uint64
-	for _, d := range p.done {
+	var all, bytes, left uint64
+	for part, n := range p.planned {
+		d, ok := p.done[part]
+		switch {
+		case !ok:
+			left += n // not begun: all of it (a run that goes on from an earlier one says less once it began)
+		case d.Last > d.At:
+			left += d.Last - d.At
+		}
 		all, bytes = all+d.Messages, bytes+d.Bytes
 	}
 	el := now.Sub(p.start).Seconds()
-	line := fmt.Sprintf("replay: %d of about %d messages, %.1f MB/s", all, p.total, float64(bytes)/1e6/el)
-	if all > 0 && p.total > all {
-		line += fmt.Sprintf(", about %s left", time.Duration(el*float64(p.total-all)/float64(all)*float64(time.Second)).Round(time.Second))
+	line := fmt.Sprintf("replay: %d messages, %.1f MB/s, about %d left", all, float64(bytes)/1e6/el, left)
+	if all > 0 && left > 0 {
+		line += fmt.Sprintf(", about %s", time.Duration(el*float64(left)/float64(all)*float64(time.Second)).Round(time.Second))
 	}
 	fmt.Fprintln(p.w, line)
 }

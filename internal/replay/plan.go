@@ -93,15 +93,18 @@ type Reader struct {
 	Objects Getter
 	Layout  archive.Layout
 	// ErrorsKey, when set, names a data object's error object
-	// (keys.Namer.ErrorsKeyOf): its records are replayed too, in offset
-	// order among the object's (poller replay -include-errors).
-	ErrorsKey func(dataKey string) (string, bool)
+	// (keys.Namer.ErrorsKeyOf, when the configuration writes them): its
+	// offsets place the records of an object without offsets, and with
+	// IncludeErrors its records are replayed too, in offset order among
+	// the object's (poller replay -include-errors).
+	ErrorsKey     func(dataKey string) (string, bool)
+	IncludeErrors bool
 }
 
 // Records reads the records of pc in offset order, each with its offset:
 // the record's own, or, for records without one (include_metadata off),
-// its place in the object's range, which is known only when the object
-// holds every offset of it.
+// its place in the object's range among the offsets its error object
+// holds, which is known only when the two hold every offset of it.
 func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error) {
 	var out []archive.Record
 	sorted := true
@@ -115,24 +118,21 @@ func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error
 		if err != nil {
 			return nil, fmt.Errorf("replay: %s: %w", key, err)
 		}
-		for i := range recs {
-			if recs[i].HasOffset {
-				continue
+		placed := len(recs) == 0 || recs[0].HasOffset
+		var errs []archive.Record
+		if r.IncludeErrors || (!placed && uint64(len(recs)) < span) {
+			if errs, err = r.errorRecords(ctx, key); err != nil {
+				return nil, err
 			}
-			if len(pc.Keys) > 1 || uint64(len(recs)) != span {
-				return nil, fmt.Errorf("replay: %s holds %d records for its %d offsets %d..%d and no offsets (include_metadata = false): "+
-					"where each record belongs is not in the archive", key, len(recs), span, pc.First, pc.Last)
+		}
+		if !placed {
+			if err := place(recs, errs, pc, key, len(pc.Keys)); err != nil {
+				return nil, err
 			}
-			recs[i].Offset, recs[i].HasOffset = pc.First+uint64(i), true
 		}
 		out = append(out, recs...)
-		errs, err := r.errorRecords(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if len(errs) > 0 {
-			// The error records have offsets of their own, and records
-			// without any were placed only when they fill the range.
+		if r.IncludeErrors && len(errs) > 0 {
+			// The error records have offsets of their own.
 			out = append(out, errs...)
 			sorted = false
 		}
@@ -146,6 +146,29 @@ func (r *Reader) Records(ctx context.Context, pc Piece) ([]archive.Record, error
 		}
 	}
 	return out, nil
+}
+
+// place gives records without offsets theirs: the range's offsets in
+// order, less those the object's error records hold.
+func place(recs, errs []archive.Record, pc Piece, key string, keys int) error {
+	span := pc.Last - pc.First + 1
+	if keys > 1 || uint64(len(recs)+len(errs)) != span {
+		return fmt.Errorf("replay: %s holds %d records (and its error object %d) for its %d offsets %d..%d and no offsets (include_metadata = false): "+
+			"where each record belongs is not in the archive", key, len(recs), len(errs), span, pc.First, pc.Last)
+	}
+	taken := make(map[uint64]bool, len(errs))
+	for _, e := range errs {
+		taken[e.Offset] = true
+	}
+	off := pc.First
+	for i := range recs {
+		for taken[off] {
+			off++
+		}
+		recs[i].Offset, recs[i].HasOffset = off, true
+		off++
+	}
+	return nil
 }
 
 // errorRecords reads the records of key's error object, when the reader

@@ -268,6 +268,9 @@ func (ru *run) reconcile(ctx context.Context) error {
 		// state was lost, or its completion never written.
 		ru.res.Resumed = fmt.Sprintf("the target already holds the archive up to offset %d (its message at target offset %d); going on after it", at, next-1)
 		return ru.adopt(ctx, at)
+	case ours && at < ru.pos:
+		return fmt.Errorf("%w: its last message is archived offset %d, and the replay's state says it holds the archive up to offset %d (truncated, or the state of another target?); "+
+			"replay into a new topic, or delete the state item %s to go on after offset %d", ErrTargetChanged, at, ru.pos, ru.st.Key.ID(), at)
 	case ours:
 		ru.res.Resumed = fmt.Sprintf("going on after archived offset %d", ru.pos)
 		return nil

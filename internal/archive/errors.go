@@ -3,7 +3,6 @@ package archive
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -58,7 +57,7 @@ func DecodeErrors(body []byte) ([]Record, error) {
 			}
 			r.Payload = p
 		default:
-			return fmt.Errorf("archive: error object line %d: %w", n, errors.New("no payload"))
+			return fmt.Errorf("archive: error object line %d has no payload", n)
 		}
 		out = append(out, r)
 		return nil

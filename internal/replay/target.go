@@ -8,7 +8,10 @@ import (
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/source"
 )
 
-// TopicTarget is a Target on a resolved topic of a connection.
+// TopicTarget is a Target on a resolved topic of a connection. Next
+// refreshes the topic, so a target deleted and created again under the
+// same ids shows its new identity; a connection's calls are one at a
+// time, so a TopicTarget serves one replayer.
 type TopicTarget struct {
 	Conn  *source.Conn
 	Topic *source.Topic

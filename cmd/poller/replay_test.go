@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,19 +271,8 @@ func TestReplayPythonRoundTrip(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join("testdata", "py_roundtrip.py")}, args...)...)
 		cmd.Env = append(os.Environ(), "IGGY_USERNAME="+user, "IGGY_PASSWORD="+password)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
 		var got map[string][]pyMessage
-		jerr := json.Unmarshal(out, &got)
-		if err != nil && jerr == nil && strings.Contains(err.Error(), "signal: aborted") {
-			// The released client sometimes aborts at interpreter exit, after
-			// it printed everything (seen on a loaded machine).
-			t.Logf("python %s: %v after its whole output", args[0], err)
-			err = nil
-		}
-		if err != nil || jerr != nil {
-			t.Fatalf("python %s: %v %v\n%s", args[0], err, jerr, out)
-		}
+		testenv.PyJSON(t, cmd, &got)
 		return got
 	}
 	sent := python("produce", admin.Addr(), stream, "orders", strconv.Itoa(parts), strconv.Itoa(per))
@@ -467,9 +458,20 @@ func TestReplayKill9(t *testing.T) {
 	}
 	args := []string{"replay", "-to-topic", "restored", "-chunk-messages", "40", "-parallel", "2"}
 	last := uint64(0)
+	var runs bytes.Buffer // what the replays said, shown when the test fails
+	var runsMu sync.Mutex
+	t.Cleanup(func() {
+		if t.Failed() {
+			runsMu.Lock()
+			t.Logf("the replays' output:\n%s", runs.String())
+			runsMu.Unlock()
+		}
+	})
 	start := func() (*exec.Cmd, chan struct{}) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
+		out := &lockedWriter{w: &runs, mu: &runsMu}
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -610,4 +612,16 @@ func rawPayloads(t *testing.T, s3srv *testenv.S3, prefix, compression string) ma
 		}
 	})
 	return out
+}
+
+// lockedWriter serializes writes of several processes into one buffer.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (lw *lockedWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
 }

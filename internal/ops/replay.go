@@ -392,11 +392,9 @@ func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, i
 	t, err := conn.Topic(ctx, stream, topic, replayGroup)
 	created := false
 	if errors.Is(err, source.ErrNotFound) {
-		// Partition ids start at the server's first (1 on 0.8), so as
-		// many as reach the highest id.
-		count := uint32(1)
+		count := uint32(1) // partition ids count from 0: enough to reach the highest
 		for _, id := range ids {
-			count = max(count, id+1-min(id, conn.FirstPartition()))
+			count = max(count, id+1)
 		}
 		err = conn.CreateTopic(ctx, stream, topic, count)
 		created = err == nil
@@ -418,8 +416,8 @@ func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, i
 		}
 	}
 	if len(missing) > 0 {
-		return nil, false, fmt.Errorf("replay: the target %s/%s has no partition %s (it has %d, from id %d): partition p goes into partition p, so give the target more partitions, or choose partitions with -partitions",
-			t.Stream, t.Topic, strings.Join(missing, ", "), len(t.Partitions), conn.FirstPartition())
+		return nil, false, fmt.Errorf("replay: the target %s/%s has no partition %s (it has %d): partition p goes into partition p, so give the target more partitions, or choose partitions with -partitions",
+			t.Stream, t.Topic, strings.Join(missing, ", "), len(t.Partitions))
 	}
 	return t, created, nil
 }

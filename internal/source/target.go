@@ -117,12 +117,3 @@ func (l *legacy) createTopic(ctx context.Context, stream, topic string, partitio
 	}
 	return err
 }
-
-// FirstPartition is the id of a topic's first partition on this server:
-// 1 on Iggy 0.8, 0 from 0.9 on.
-func (c *Conn) FirstPartition() uint32 {
-	if _, ok := c.b.(*legacy); ok {
-		return 1
-	}
-	return 0
-}

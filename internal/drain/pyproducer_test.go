@@ -2,7 +2,6 @@ package drain_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,18 +38,11 @@ func TestValuesFromThePythonProducer(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, py, filepath.Join("testdata", "py_produce_countries.py"), w.iggy.Addr(), stream, topic, strconv.Itoa(parts), strconv.Itoa(per))
 		cmd.Env = append(os.Environ(), "IGGY_USERNAME="+w.user, "IGGY_PASSWORD="+w.password)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("python producer: %v\n%s", err, out)
-		}
 		var produced map[string][]struct {
 			Payload string  `json:"payload"`
 			Country *string `json:"country"`
 		}
-		if err := json.Unmarshal(out, &produced); err != nil {
-			t.Fatalf("python producer's output: %v\n%s", err, out)
-		}
+		testenv.PyJSON(t, cmd, &produced)
 		w.stream = stream
 		w.produced[stream+"/"+topic] = make([][]sent, parts)
 		want := make([][]string, parts)

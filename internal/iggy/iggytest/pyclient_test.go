@@ -2,9 +2,7 @@ package iggytest_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -30,11 +28,6 @@ func TestPythonClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, filepath.Join("testdata", "pyclient_conformance.py"), b.Addr())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python client: %v\n%s", err, out)
-	}
 	type msg struct {
 		Offset    uint64         `json:"offset"`
 		Partition uint32         `json:"partition"`
@@ -66,9 +59,7 @@ func TestPythonClient(t *testing.T) {
 			} `json:"members"`
 		} `json:"group"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("python output %q: %v", out, err)
-	}
+	testenv.PyJSON(t, cmd, &res)
 	if res.Topic.Name != "pyt" || res.Topic.PartitionsCount != 3 || !res.MissingTopicIsNone {
 		t.Fatalf("topic %+v, missing topic is None: %v", res.Topic, res.MissingTopicIsNone)
 	}

@@ -584,6 +584,7 @@ func TestReplayBadFlags(t *testing.T) {
 	}{
 		{[]string{"-since", "yesterday"}, `-since "yesterday": want an RFC 3339 time`},
 		{[]string{"-partitions", "0,x"}, `-partitions "0,x": "x" is not a partition id`},
+		{[]string{"-partitions", "0,2,0"}, `-partitions "0,2,0": 0 is named twice`},
 		{[]string{"-from-offset", "9", "-to-offset", "3"}, "-from-offset 9 is after -to-offset 3"},
 		{[]string{"-parallel", "0"}, "-parallel 0: want at least 1"},
 		{[]string{"-generation", "-1"}, `-generation "-1": want a generation number`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,9 @@ func (c *command) replayOptions() (ops.ReplayOptions, error) {
 			p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
 			if err != nil {
 				return r, fmt.Errorf("-partitions %q: %q is not a partition id (want e.g. 0,2,5)", o.partitions, f)
+			}
+			if slices.Contains(r.Partitions, uint32(p)) {
+				return r, fmt.Errorf("-partitions %q: %d is named twice", o.partitions, p)
 			}
 			r.Partitions = append(r.Partitions, uint32(p))
 		}

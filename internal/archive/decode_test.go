@@ -218,6 +218,10 @@ func TestParquetRenamedColumns(t *testing.T) {
 			[]string{`{"payload_2":"x","a":1}`, `[1,"2"]`, `{"payload_extra":"y"}`, `{"payload_2":"{}"}`}},
 		{[]string{`{"payload":"[1]","b":true}`, `{"payload":"{\"a\":1}"}`}, []string{`{"payload":"[1]","b":true}`, `{"payload":"{\"a\":1}"}`}},
 		{[]string{`{"payload_extra":"y","payload":{"k":[1]}}`}, []string{`{"payload_extra":"y","payload":{"k":[1]}}`}},
+		// A member of two kinds is held as JSON text (and comes back as
+		// that text, as any such member): an object among them says it is
+		// a member, not the payload.
+		{[]string{`{"payload":{"a":1}}`, `{"payload":"x"}`}, []string{`{"payload":"{\"a\":1}"}`, `{"payload":"\"x\""}`}},
 	} {
 		msgs := make([]batch.Message, len(c.payloads))
 		for i, p := range c.payloads {

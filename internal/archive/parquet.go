@@ -107,7 +107,10 @@ func special(cols []column, l Layout) (whole, extra arrow.Array) {
 		case c.name == "payload" && l.Schema != batch.SchemaJSON:
 			whole = c.a
 		case c.name == "payload":
-			if whole = c.a; !allJSON(c.a, false) {
+			// With metadata or headers the writer's own column holds
+			// only payloads that are not objects (objects fill the member
+			// columns); a member's JSON text may be an object.
+			if whole = c.a; !allJSON(c.a, false) || ((l.Metadata || l.Headers) && anyObject(c.a)) {
 				whole = nil
 			}
 		case c.name == "payload_extra" && allJSON(c.a, true):
@@ -128,6 +131,17 @@ func special(cols []column, l Layout) (whole, extra arrow.Array) {
 		}
 	}
 	return whole, extra
+}
+
+// anyObject reports whether a string column holds a JSON object's text.
+func anyObject(a arrow.Array) bool {
+	v := a.(*array.String)
+	for i := 0; i < v.Len(); i++ {
+		if !v.IsNull(i) && bytes.HasPrefix(bytes.TrimSpace([]byte(v.Value(i))), []byte("{")) {
+			return true
+		}
+	}
+	return false
 }
 
 // allJSON reports whether a is a string column whose values are JSON text

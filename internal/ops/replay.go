@@ -166,6 +166,13 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	if o.Stream == "" || o.Topic == "" {
 		return nil, errors.New("replay: name the archived stream and topic (-stream, -topic): the configuration has none")
 	}
+	seen := map[uint32]bool{}
+	for _, p := range o.Partitions {
+		if seen[p] {
+			return nil, fmt.Errorf("replay partitions: %d is named twice; name each partition once", p)
+		}
+		seen[p] = true
+	}
 	if o.ToStream == "" {
 		o.ToStream = o.Stream
 	}
@@ -196,7 +203,23 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 	for _, p := range plans {
 		ids = append(ids, p.Partition)
 	}
-	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, ids)
+	// A target created by a replay of some partitions is sized for every
+	// archived one, so that replays of the others (other Lambda
+	// invocations) fit in it too.
+	archived := func() ([]uint32, error) {
+		if o.Partitions == nil {
+			return ids, nil
+		}
+		every := o
+		every.Partitions = nil
+		reps, err := replayReports(ctx, s, every, conn)
+		all := append([]uint32(nil), ids...)
+		for _, r := range reps {
+			all = append(all, r.Partition)
+		}
+		return all, err
+	}
+	t, created, err := targetTopic(ctx, conn, o.ToStream, o.ToTopic, ids, archived)
 	if err != nil {
 		return nil, err
 	}
@@ -247,11 +270,24 @@ func RunReplay(ctx context.Context, s *app.Sink, o ReplayOptions, log *slog.Logg
 			defer c.Close()
 			wc = c
 		}
-		r := &replay.Replayer{Reader: reader, Target: &replay.TopicTarget{Conn: wc, Topic: wt}, State: s.State, Opts: opts}
+		tt := &replay.TopicTarget{Conn: wc, Topic: wt}
+		r := &replay.Replayer{Reader: reader, Target: tt, State: s.State, Opts: opts}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if tt.Conn.Lost() {
+					// A failed send cut the connection: the worker's next
+					// partitions go on a new one.
+					if c, err := s.OpenIggyAt(ctx, o.ToAddress); err == nil {
+						if nt, err := c.Topic(ctx, t.Stream, t.Topic, replayGroup); err == nil {
+							defer c.Close()
+							tt.Conn, tt.Topic = c, nt
+						} else {
+							c.Close()
+						}
+					}
+				}
 				results[i] = r.Partition(ctx, plans[i].Plan)
 			}
 		}()
@@ -297,10 +333,14 @@ func replayReports(ctx context.Context, s *app.Sink, o ReplayOptions, conn *sour
 	if parts == nil {
 		var known uint32
 		if o.ToAddress == "" {
-			if tp, err := conn.Topic(ctx, o.Stream, o.Topic, replayGroup); err == nil {
+			tp, err := conn.Topic(ctx, o.Stream, o.Topic, replayGroup)
+			switch {
+			case err == nil:
 				for _, pi := range tp.Partitions {
 					known = max(known, pi.ID+1)
 				}
+			case !errors.Is(err, source.ErrNotFound): // gone is fine: the archive says
+				return nil, fmt.Errorf("replay: look up the archived topic's partitions: %w", err)
 			}
 		}
 		var reports []audit.Report
@@ -385,15 +425,19 @@ func pickGeneration(reports []audit.Report, want *uint32) (uint32, []partitionPl
 	return gen, plans, leftOut, nil
 }
 
-// targetTopic resolves the target, creating it (and its stream) with the
-// partitions ids names when it is missing; a target without one of them
-// is refused.
-func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, ids []uint32) (*source.Topic, bool, error) {
+// targetTopic resolves the target, creating it (and its stream) when it
+// is missing with partitions up to the highest id archived says; a target
+// without one of ids is refused.
+func targetTopic(ctx context.Context, conn *source.Conn, stream, topic string, ids []uint32, archived func() ([]uint32, error)) (*source.Topic, bool, error) {
 	t, err := conn.Topic(ctx, stream, topic, replayGroup)
 	created := false
 	if errors.Is(err, source.ErrNotFound) {
+		all, aerr := archived()
+		if aerr != nil {
+			return nil, false, aerr
+		}
 		count := uint32(1) // partition ids count from 0: enough to reach the highest
-		for _, id := range ids {
+		for _, id := range all {
 			count = max(count, id+1)
 		}
 		err = conn.CreateTopic(ctx, stream, topic, count)

@@ -248,7 +248,11 @@ func TestStopByGoesOn(t *testing.T) {
 	s3srv := testenv.StartVersity(t)
 	w := newWorld(t, s3srv, rand.New(rand.NewPCG(5, 5)), "0.9", 2, layouts[0], false)
 	r := w.process("stopping", nil).replayer()
-	r.Opts.Progress = func(Progress) { r.Opts.StopBy = time.Now() } // out of time after each chunk
+	r.Opts.Progress = func(p Progress) { // out of time after each chunk
+		if p.Messages > 0 {
+			r.Opts.StopBy = time.Now()
+		}
+	}
 	for round := 0; ; round++ {
 		if round > 500 {
 			t.Fatal("the replay did not finish")
@@ -325,3 +329,29 @@ func TestFailedSendKeepsLease(t *testing.T) {
 	}
 	w.check(nil)
 }
+
+// TestOneRunTwiceOnAPartition: two calls of one replayer on one partition
+// at once (a partition named twice) fence each other as two runs do.
+func TestOneRunTwiceOnAPartition(t *testing.T) {
+	s3srv := testenv.StartVersity(t)
+	w := newWorld(t, s3srv, rand.New(rand.NewPCG(9, 9)), "0.9", 1, layouts[0], false)
+	r := w.process("a", nil).replayer() // a connection takes concurrent calls one at a time
+	results := make([]Result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = r.Partition(context.Background(), w.plans[0]) })
+	}
+	wg.Wait()
+	for _, res := range results {
+		if res.Err != nil && !errors.Is(res.Err, state.ErrLeaseHeld) {
+			t.Fatal(res.Err)
+		}
+	}
+	for _, r := range w.process("after", nil).run(rand.New(rand.NewPCG(1, 1))) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	w.check(nil)
+}
+

@@ -157,7 +157,11 @@ func place(recs, errs []archive.Record, pc Piece, key string, keys int) error {
 			"where each record belongs is not in the archive", key, len(recs), len(errs), span, pc.First, pc.Last)
 	}
 	taken := make(map[uint64]bool, len(errs))
-	for _, e := range errs {
+	for i, e := range errs {
+		if e.Offset < pc.First || e.Offset > pc.Last || (i > 0 && e.Offset <= errs[i-1].Offset) {
+			return fmt.Errorf("replay: the error object of %s holds offset %d, out of its range %d..%d or of order: where each record belongs is not in the archive",
+				key, e.Offset, pc.First, pc.Last)
+		}
 		taken[e.Offset] = true
 	}
 	off := pc.First

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/iggy-s3-sink/iggy-s3-sink/internal/archive"
@@ -61,7 +62,8 @@ type Options struct {
 	Source Source
 	// TargetStream and TargetTopic name the target in the state's keys.
 	TargetStream, TargetTopic string
-	// Owner identifies this run's leases; unique per run.
+	// Owner identifies this run's leases; unique per run (each Partition
+	// call holds its lease as Owner/p<partition>-<call>).
 	Owner string
 	// LeaseTTL is how long a lease lasts past each write (default 60 s). A
 	// send must finish within it: its deadline is a third of it before
@@ -134,6 +136,8 @@ type Replayer struct {
 	Target Target
 	State  Store
 	Opts   Options
+
+	calls atomic.Uint64
 }
 
 func (o *Options) ttl() time.Duration {
@@ -198,7 +202,10 @@ func (r *Replayer) Partition(ctx context.Context, plan Plan) Result {
 func (ru *run) replay(ctx context.Context) error {
 	o := &ru.Opts
 	key := o.Key(ru.plan.Partition)
-	st, err := ru.State.Acquire(ctx, key, o.Owner, o.ttl())
+	// Each call's lease under an owner of its own: one run's two calls on
+	// one partition must fence each other as two runs do.
+	owner := fmt.Sprintf("%s/p%d-%d", o.Owner, ru.plan.Partition, ru.calls.Add(1))
+	st, err := ru.State.Acquire(ctx, key, owner, o.ttl())
 	if errors.Is(err, state.ErrLeaseHeld) {
 		return fmt.Errorf("replay lease %s: %w (another replay works on this partition, or an earlier one's send failed and its lease is left to expire: run again after lease_duration, %s)", key, err, o.ttl())
 	}
@@ -224,6 +231,9 @@ func (ru *run) replay(ctx context.Context) error {
 	ru.pos, ru.hasPos, ru.produced = st.LastWritten, st.HasWritten, st.HasWritten
 	if err := ru.reconcile(ctx); err != nil {
 		return err
+	}
+	if o.Progress != nil { // where it starts, for what is left
+		o.Progress(Progress{Partition: ru.plan.Partition, At: ru.pos, Last: ru.planLast()})
 	}
 	if err := ru.produce(ctx); !errors.Is(err, errStop) {
 		return err
@@ -294,6 +304,19 @@ func (ru *run) identify(ctx context.Context, id uint64) error {
 		ru.st = st
 		return err
 	}
+	// Another identity, yet the target holds this archive's messages: the
+	// same partition whose identity is reported anew (a server restart, a
+	// client that reads it otherwise), or the same names on another server
+	// replayed into before. Its own messages say where it stands.
+	ours, err := ru.holdsOurs(ctx)
+	if err != nil {
+		return err
+	}
+	if ours {
+		st, err := ru.State.Adopt(ctx, ru.st, id, ru.Opts.ttl())
+		ru.st = st
+		return err
+	}
 	st, err := ru.State.Reset(ctx, ru.st, id, ru.st.Generation+1, ru.Opts.ttl())
 	if err != nil {
 		return err
@@ -301,6 +324,27 @@ func (ru *run) identify(ctx context.Context, id uint64) error {
 	ru.st, ru.pos, ru.hasPos, ru.produced = st, 0, false, false
 	ru.res.Resumed = "the target partition was re-created since the last replay into it; replaying from the start"
 	return nil
+}
+
+// holdsOurs reports whether the target partition's first or last message
+// is this archive's.
+func (ru *run) holdsOurs(ctx context.Context) (bool, error) {
+	if ru.next == 0 {
+		return false, nil
+	}
+	p := ru.plan.Partition
+	for _, at := range []uint64{0, ru.next - 1} {
+		msgs, err := ru.Target.Read(ctx, p, at, 1)
+		if err != nil {
+			return false, err
+		}
+		if len(msgs) > 0 {
+			if _, ok := ru.Opts.Source.Archived(p, msgs[0].ID); ok {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // settle decides an unfinished chunk by what the target holds from its
@@ -532,7 +576,7 @@ func (ru *run) flush(ctx context.Context, ch *chunk) error {
 		known, err = false, nil // the server has it already: the read below tells where
 	}
 	if err != nil {
-		ru.unsettled = true
+		ru.unsettled = !errors.Is(err, source.ErrNotSent)
 		return fmt.Errorf("%w (the chunk of archived offsets %d..%d may have landed: the next run settles it once this run's lease expired)", err, first, last)
 	}
 	if !known {

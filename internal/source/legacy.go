@@ -201,14 +201,14 @@ func (l *legacy) close() {
 func (l *legacy) do(ctx context.Context, what string, call func() error) error {
 	if l.g.isCut() {
 		if why := l.lostBecause(); why != nil {
-			return fmt.Errorf("iggy %s: %w (earlier: %w)", what, ErrConnectionLost, why)
+			return fmt.Errorf("iggy %s: %w (earlier: %w; %w)", what, ErrConnectionLost, why, ErrNotSent)
 		}
-		return fmt.Errorf("iggy %s: %w", what, ErrConnectionLost)
+		return fmt.Errorf("iggy %s: %w (%w)", what, ErrConnectionLost, ErrNotSent)
 	}
 	if err := ctx.Err(); err != nil {
 		// Ended before the call: nothing goes out (a replay's send past its
 		// lease must not reach the server).
-		return fmt.Errorf("iggy %s: not sent: %w", what, context.Cause(ctx))
+		return fmt.Errorf("iggy %s: not sent: %w (%w)", what, context.Cause(ctx), ErrNotSent)
 	}
 	if d := l.cfg.RequestTimeout; d > 0 {
 		var cancel context.CancelFunc

@@ -32,6 +32,10 @@ var ErrDuplicate = errors.New("the server reported the batch a duplicate of one 
 // say (0.9/0.10: 2^32 µs, about 71 minutes): send it in parts.
 var ErrOriginSpan = vsrconn.ErrOriginSpan
 
+// ErrNotSent marks a send that failed before any of its bytes left: no
+// message of it can land. Any other failed send may have landed.
+var ErrNotSent = errors.New("nothing was sent")
+
 // Send appends msgs to partition p of t, in their order, as one batch. It
 // returns the offset the first landed at when the server says (0.9 and
 // 0.10 confirm it, or report the batch a duplicate: ErrDuplicate; 0.8
@@ -42,6 +46,9 @@ func (c *Conn) Send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) (f
 		return 0, false, errors.New("iggy send: no messages")
 	}
 	first, known, err = c.b.send(ctx, t, p, msgs)
+	if errors.Is(err, ErrOriginSpan) && !errors.Is(err, ErrNotSent) {
+		err = fmt.Errorf("%w (%w)", err, ErrNotSent)
+	}
 	if err != nil {
 		return 0, false, fmt.Errorf("iggy send of %d messages to %s/%s partition %d: %w", len(msgs), t.Stream, t.Topic, p, err)
 	}
@@ -72,14 +79,14 @@ func (l *legacy) send(ctx context.Context, t *Topic, p uint32, msgs []Outgoing) 
 	for i, m := range msgs {
 		im, err := iggcon.NewIggyMessage(m.Payload)
 		if err != nil {
-			return 0, false, fmt.Errorf("message %d: %w", i, err)
+			return 0, false, fmt.Errorf("message %d: %w (%w)", i, err, ErrNotSent)
 		}
 		im.Header.Id = iggcon.MessageID(m.ID)
 		if m.OriginTimestamp != 0 {
 			im.Header.OriginTimestamp = m.OriginTimestamp
 		}
 		if len(m.Headers) > iggcon.MaxUserHeadersSize {
-			return 0, false, fmt.Errorf("message %d: %w (%d bytes of user headers)", i, ierror.ErrTooBigUserHeaders, len(m.Headers))
+			return 0, false, fmt.Errorf("message %d: %w (%d bytes of user headers; %w)", i, ierror.ErrTooBigUserHeaders, len(m.Headers), ErrNotSent)
 		}
 		im.UserHeaders = m.Headers
 		im.Header.UserHeaderLength = uint32(len(m.Headers))

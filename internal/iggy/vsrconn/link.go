@@ -239,8 +239,22 @@ func (l *link) cut(err error) error {
 		l.lost = err
 	}
 	l.stateMu.Unlock()
+	resetOnClose(l.nc)
 	_ = l.nc.Close()
 	return err
+}
+
+// resetOnClose makes closing nc reset the connection: a request the kernel
+// still holds, after the client gave up on it, is dropped rather than
+// delivered later (a replay that gave up on a send goes on from what the
+// server holds, and must not see the send land behind its back).
+func resetOnClose(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
 }
 
 func (l *link) lostErr() error {

@@ -59,6 +59,10 @@ type Options struct {
 	KeepLimit int64
 	// Catalog replaces the Iceberg catalog the configuration names (tests).
 	Catalog sinktables.Catalog
+	// Marked, when set, is the markers a process has seen in S3, shared
+	// by its sinks (tests play several sinks as one process); default the
+	// sink's own.
+	Marked *drain.MarkedGenerations
 }
 
 // ObjectStore is what the sink needs of S3.
@@ -268,8 +272,15 @@ func (s *Sink) Runner() *drain.Runner {
 		Owner:   fmt.Sprintf("%s/run-%d", s.host, n),
 		Logger:  s.log,
 		Hooks:   s.opts.Hooks,
-		Marked:  &s.marked,
+		Marked:  s.markedGenerations(),
 	}
+}
+
+func (s *Sink) markedGenerations() *drain.MarkedGenerations {
+	if s.opts.Marked != nil {
+		return s.opts.Marked
+	}
+	return &s.marked
 }
 
 // Run drains once, within run_timeout (and the caller's deadline).

@@ -34,6 +34,9 @@ func (r *Runner) drainPartition(ctx context.Context, conn Conn, j job, readAhead
 		return lc, err
 	}
 	key := state.Key{Group: j.topic.Group, Stream: j.topic.Stream, Topic: j.topic.Topic, Partition: j.info.ID}
+	if p.idle(ctx, key, ps) {
+		return lc, nil
+	}
 	sctx, cancel := p.stateCtx(ctx)
 	st, err := r.State.Acquire(sctx, key, r.Owner, r.Options.Lease)
 	cancel()
@@ -112,4 +115,36 @@ func (p *partition) run(ctx context.Context, c *committer, readAhead chan struct
 		return cerr
 	}
 	return res.err
+}
+
+// idle reports whether the partition has nothing to archive, by what the
+// state and the group already say, so that it is left without a state
+// write (docs/guarantee.md, "Idle partitions"): the state has no
+// unfinished object, is of the partition's live incarnation and holds
+// every offset the partition has; the group's offset is there too; and
+// this process has seen the partition's generation and name markers in
+// S3. Anything else — a new or replaced state table, a re-created or
+// renamed topic, a group moved, a first run of the process, a read that
+// fails — takes the lease, as before.
+func (p *partition) idle(ctx context.Context, key state.Key, ps *PartitionSummary) bool {
+	if p.r.Marked == nil {
+		return false
+	}
+	sctx, cancel := p.stateCtx(ctx)
+	st, found, err := p.r.State.Get(sctx, key)
+	cancel()
+	if err != nil || !found || st.Intent != nil || !st.HasWritten || st.LastWritten != p.info.CurrentOffset || st.Incarnation != identity(p.info) {
+		return false
+	}
+	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
+	if !p.r.Marked.has(names.GenerationMarker()) || !p.r.Marked.has(names.NameMarker(p.topic.StreamID, p.topic.TopicID)) {
+		return false
+	}
+	stored, has, err := p.conn.StoredOffset(ctx, p.topic, p.info.ID)
+	if err != nil || !has || stored != st.LastWritten {
+		return false
+	}
+	lw := st.LastWritten
+	ps.Idle, ps.Committed, ps.Generation = true, &lw, st.Generation
+	return true
 }

@@ -545,3 +545,62 @@ func TestRetiredGapIntentKeepsItsKey(t *testing.T) {
 		w.auditClean(healthy)
 	})
 }
+
+// TestIdlePartitionCostsNoWrite: once a process has drained a partition,
+// a tick that finds nothing past its archived position leaves it without a
+// state write (no lease taken), and still reports its committed offset; a
+// partition that has new messages is drained as before, and a new process
+// takes the lease once before it trusts the markers it has not seen.
+func TestIdlePartitionCostsNoWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, w *world) {
+		proxy := newDynamoProxy(t, w.dynamoEndpoint(), 0)
+		w.dynamoURL = proxy.url
+		w.produce("idle", 4, 30, 100)
+		set := w.settings("idle", "idle")
+		set["SINK_FILE_ROTATION"] = "messages"
+		set["SINK_MAX_MESSAGES_PER_FILE"] = "10"
+		cfg := w.config(set)
+		s := w.sink(cfg, app.Options{})
+		w.drainUntilQuiet(s, "idle", 10)
+		tick := func(s *app.Sink) (*drain.Summary, int) {
+			t.Helper()
+			before := proxy.writes()
+			sum, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sum, proxy.writes() - before
+		}
+		sum, writes := tick(s)
+		if writes != 0 || sum.Leases != 0 {
+			t.Fatalf("an idle tick made %d state writes and took %d leases; want none", writes, sum.Leases)
+		}
+		for _, p := range sum.Partitions {
+			if !p.Idle || p.Committed == nil || *p.Committed != 29 || p.Lag != 0 {
+				t.Fatalf("partition %d: idle %v committed %v lag %d; want idle at offset 29", p.Partition, p.Idle, p.Committed, p.Lag)
+			}
+		}
+
+		w.appendRaw("idle", 1, jsonPayload(1, 30, 100), producedHeaders(30))
+		sum, writes = tick(s)
+		busy := 0
+		for _, p := range sum.Partitions {
+			if !p.Idle {
+				busy++
+			}
+		}
+		if busy != 1 || sum.Objects != 1 || sum.Leases != 1 || writes == 0 {
+			t.Fatalf("%d partitions not idle, %d objects, %d leases, %d writes: want one partition's lease taken and its message archived", busy, sum.Objects, sum.Leases, writes)
+		}
+
+		fresh := w.sink(cfg, app.Options{})
+		if sum, _ = tick(fresh); sum.Leases != 4 {
+			t.Fatalf("a new process's first tick took %d leases; want all 4 (it has seen no marker yet)", sum.Leases)
+		}
+		if sum, writes = tick(fresh); writes != 0 {
+			t.Fatalf("its second tick made %d state writes; want none", writes)
+		}
+		w.checkExactlyOnce(s, "idle", "json_lines")
+		w.auditClean(s)
+	})
+}

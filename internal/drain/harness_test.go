@@ -287,13 +287,17 @@ func (w *world) produce(topic string, partitions, perPartition, size int) {
 			if w.payload != nil {
 				payload = w.payload(p, n, size)
 			}
-			headers := iggcon.GetHeadersBytes([]iggcon.HeaderEntry{
-				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
-				{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},
-			})
-			w.appendLocked(topic, uint32(p), payload, headers)
+			w.appendLocked(topic, uint32(p), payload, producedHeaders(n))
 		}
 	}
+}
+
+// producedHeaders are the user headers produce gives message n.
+func producedHeaders(n int) []byte {
+	return iggcon.GetHeadersBytes([]iggcon.HeaderEntry{
+		{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("content-type")}, Value: iggcon.HeaderValue{Kind: iggcon.String, Value: []byte("application/json")}},
+		{Key: iggcon.HeaderKey{Kind: iggcon.String, Value: []byte("seq")}, Value: iggcon.HeaderValue{Kind: iggcon.Uint32, Value: []byte{byte(n), byte(n >> 8), 0, 0}}},
+	})
 }
 
 // deleteTopic deletes a topic in Iggy; producing to it again re-creates it.

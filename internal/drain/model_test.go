@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,13 @@ func TestModel(t *testing.T) {
 	}
 	seeds := modelSeeds(t)
 	lake := startModelLake(t) // nil when the Iceberg tools are missing (never in CI)
+	t.Cleanup(func() {        // after every seed
+		n := modelIdle.Load()
+		t.Logf("partitions left idle without a state write: %d", n)
+		if len(seeds) >= 10 && n == 0 {
+			t.Error("no run left a partition idle: the schedules did not reach the idle skip")
+		}
+	})
 	for _, seed := range seeds {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
@@ -99,6 +107,10 @@ func modelSeeds(t *testing.T) []uint64 {
 
 // model is one schedule's world and what it expects.
 type model struct {
+	// warm are processes that live across rounds (a warm Lambda, a
+	// poller): the markers they saw let them leave idle partitions
+	// without a state write. A run is one of them or a fresh process.
+	warm  [2]drain.MarkedGenerations
 	t     *testing.T
 	seed  uint64
 	rng   *rand.Rand
@@ -331,9 +343,14 @@ func (m *model) change(round int) {
 		m.note("round %d: topic renamed to %s", round, name)
 	}
 	m.drawValues(round)
-	n := 1 + m.rng.IntN(40)
-	m.w.produce(m.topic, m.parts, n, 40+m.rng.IntN(200))
-	m.note("round %d: %d messages into each of %d partitions", round, n, m.parts)
+	if round > 0 && !recreated && m.rng.IntN(3) == 0 {
+		// A quiet round: what is archived already leaves partitions idle.
+		m.note("round %d: no new messages", round)
+	} else {
+		n := 1 + m.rng.IntN(40)
+		m.w.produce(m.topic, m.parts, n, 40+m.rng.IntN(200))
+		m.note("round %d: %d messages into each of %d partitions", round, n, m.parts)
+	}
 	if m.maxPoll > 0 && m.rng.IntN(2) == 0 {
 		// Around max_poll_bytes: polls shrink to a few messages, and one
 		// above it is reported by a too-large marker.
@@ -555,8 +572,13 @@ func (m *model) round(r int) {
 			keep, _ = strconv.ParseInt(old["keep"], 10, 64)
 			what += fmt.Sprintf(", stray on %s/%s%s", set["SINK_OUTPUT_FORMAT"], set["SINK_COMPRESSION"], set["SINK_PARQUET_COMPRESSION"])
 		}
+		var marked *drain.MarkedGenerations
+		if n := m.rng.IntN(4); n < len(m.warm) {
+			marked = &m.warm[n]
+			what += fmt.Sprintf(", in warm process %d", n)
+		}
 		m.note("  run %d: %s", i, what)
-		s := m.w.sink(m.w.config(set), app.Options{Hooks: hooks, KeepLimit: keep})
+		s := m.w.sink(m.w.config(set), app.Options{Hooks: hooks, KeepLimit: keep, Marked: marked})
 		wg.Go(func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			if timeout > 0 {
@@ -564,6 +586,11 @@ func (m *model) round(r int) {
 			}
 			defer cancel()
 			sum, err := s.Run(ctx) // failures are the point; the checks come at the end
+			for i := 0; sum != nil && i < len(sum.Partitions); i++ {
+				if sum.Partitions[i].Idle {
+					modelIdle.Add(1)
+				}
+			}
 			if os.Getenv("MODEL_DEBUG") != "" {
 				m.debugRun(r, i, sum, err)
 			}
@@ -581,13 +608,16 @@ func (m *model) round(r int) {
 
 var debugMu sync.Mutex
 
+// modelIdle counts the partitions the model's runs left idle.
+var modelIdle atomic.Int64
+
 func (m *model) debugRun(round, run int, sum *drain.Summary, err error) {
 	debugMu.Lock()
 	defer debugMu.Unlock()
 	m.note("round %d run %d ended: %v", round, run, err)
 	for _, p := range sum.Partitions {
-		m.note("    p%d objects %d %v..%v committed %v gen %d recreated %v recovered %v skipped %q stopped %q error %q gaps %v",
-			p.Partition, p.Objects, deref(p.FirstOffset), deref(p.LastOffset), deref(p.Committed), p.Generation, p.Recreated, p.Recovered, p.Skipped, p.Stopped, p.Error, p.Gaps)
+		m.note("    p%d objects %d %v..%v committed %v gen %d recreated %v recovered %v idle %v skipped %q stopped %q error %q gaps %v",
+			p.Partition, p.Objects, deref(p.FirstOffset), deref(p.LastOffset), deref(p.Committed), p.Generation, p.Recreated, p.Recovered, p.Idle, p.Skipped, p.Stopped, p.Error, p.Gaps)
 	}
 }
 

@@ -53,6 +53,9 @@ type PartitionSummary struct {
 	// partition (see Skipped): this run read no committed offset for it, so
 	// its lag is not this run's to report.
 	Held bool `json:"held,omitempty"`
+	// Idle says the partition had nothing past its archived position, and
+	// was left without taking its lease (no state write).
+	Idle bool `json:"idle,omitempty"`
 	// Pending counts messages read but left for a later run (a partial
 	// object not yet due), and PendingSince is the server time of the first.
 	Pending      uint64     `json:"pending,omitempty"`

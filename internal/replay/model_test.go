@@ -354,4 +354,3 @@ func TestOneRunTwiceOnAPartition(t *testing.T) {
 	}
 	w.check(nil)
 }
-

@@ -83,6 +83,9 @@ func TestSignalReleasesLeases(t *testing.T) {
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// Its first line comes after it listens for signals: a SIGTERM
+		// before that (a loaded machine starts it slowly) kills it.
+		waitFor(t, 30*time.Second, func() bool { return logs.String() != "" })
 		time.Sleep(wait)
 		if err := run.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

@@ -273,6 +273,9 @@ func (s *Sink) Runner() *drain.Runner {
 		Logger:  s.log,
 		Hooks:   s.opts.Hooks,
 		Marked:  s.markedGenerations(),
+		// A cohort member (RunMember) does not: its settling waits for a
+		// state write of every partition it was given.
+		LeaveIdle: true,
 	}
 }
 
@@ -319,6 +322,7 @@ func randomHex(n int) string {
 // the consumer groups through settler (see fanout.Settler).
 func (s *Sink) RunMember(ctx context.Context, settler *fanout.Settler) (*drain.Summary, error) {
 	r := s.Runner()
+	r.LeaveIdle = false
 	settler.Owner = r.Owner
 	if lr, ok := s.State.(fanout.LeaseReader); ok {
 		settler.Leases = lr

@@ -127,21 +127,26 @@ func (p *partition) run(ctx context.Context, c *committer, readAhead chan struct
 // renamed topic, a group moved, a first run of the process, a read that
 // fails — takes the lease, as before.
 func (p *partition) idle(ctx context.Context, key state.Key, ps *PartitionSummary) bool {
-	if p.r.Marked == nil {
+	if !p.r.LeaveIdle || p.r.Marked == nil {
+		return false
+	}
+	// The group's offset first: a partition with new messages is told
+	// apart by it without a state read.
+	stored, has, err := p.conn.StoredOffset(ctx, p.topic, p.info.ID)
+	if err != nil || !has || stored != p.info.CurrentOffset {
 		return false
 	}
 	sctx, cancel := p.stateCtx(ctx)
 	st, found, err := p.r.State.Get(sctx, key)
 	cancel()
-	if err != nil || !found || st.Intent != nil || !st.HasWritten || st.LastWritten != p.info.CurrentOffset || st.Incarnation != identity(p.info) {
+	if err != nil || !found || st.Intent != nil || !st.HasWritten || st.LastWritten != stored || st.Incarnation != identity(p.info) {
 		return false
+	}
+	if st.Owner != "" && st.LeaseExpires.After(p.r.now()) {
+		return false // another run holds it: the lease path says so (Held)
 	}
 	names := p.r.Options.Names.Partition(p.bp.Stream, p.bp.Topic, p.bp.ID).Generation(st.Generation)
 	if !p.r.Marked.has(names.GenerationMarker()) || !p.r.Marked.has(names.NameMarker(p.topic.StreamID, p.topic.TopicID)) {
-		return false
-	}
-	stored, has, err := p.conn.StoredOffset(ctx, p.topic, p.info.ID)
-	if err != nil || !has || stored != st.LastWritten {
 		return false
 	}
 	lw := st.LastWritten

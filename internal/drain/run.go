@@ -29,6 +29,10 @@ type Runner struct {
 	// Marked, shared by the runs of one process, spares them writing the
 	// generation markers again; nil writes them every run.
 	Marked *MarkedGenerations
+	// LeaveIdle leaves a partition with nothing to archive without a
+	// state write (partition.idle; docs/guarantee.md, "Idle partitions").
+	// Default off: every partition's lease is taken.
+	LeaveIdle bool
 
 	hooks hooks
 }

@@ -229,3 +229,41 @@ func TestWorkTooLate(t *testing.T) {
 func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
+
+// TestWarmCoordinatorSettles: a warm process (it has drained every
+// partition before) coordinates a cohort after new messages reach two of
+// the eight partitions. Its member run takes every lease it was given, so
+// that the cohort settles at once rather than when its time runs out (a
+// member that left its idle partitions alone wrote no state for them, and
+// the settling waits for a write of each).
+func TestWarmCoordinatorSettles(t *testing.T) {
+	f := newFanOutFixture(t, 2)
+	f.env["SINK_RUN_TIMEOUT"] = "25s"
+	warm := f.sink(t)
+	for range 2 {
+		if _, err := warm.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := uint32(0); p < 2; p++ {
+		for range 100 {
+			if _, err := f.broker.Append("app", "logs", p, []byte(`{"a":1}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inv := &localInvoker{t: t, f: f}
+	res, err := warm.Coordinator().Tick(deadline(t, time.Minute), fanout.TickOptions{Invoker: inv, ID: "warm"})
+	inv.wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "" {
+		t.Fatalf("the coordinator's member stopped: %q; want it to settle and finish", res.Stopped)
+	}
+	for i, r := range inv.results {
+		if inv.errs[i] != nil || r.Stopped != "" {
+			t.Fatalf("worker %d: %v, stopped %q", i, inv.errs[i], r.Stopped)
+		}
+	}
+}

@@ -858,17 +858,22 @@ func (m *model) coverage(s *app.Sink, names ...string) map[genPart][]span {
 		}
 		delete(errorObjects, kv[1])
 	}
+	var valueErrors []string // of value objects: mergeUnits decides
 	for key, size := range errorObjects {
 		// A replaced state table loses the intent of an object whose error
 		// object went first and whose data object did not follow: nothing
 		// is left to settle it (a known limit, docs/guarantee.md).
-		if size > 0 && !m.replaced {
+		switch {
+		case size == 0 || m.replaced:
+		case m.values != nil && strings.Contains(key, "/c="):
+			valueErrors = append(valueErrors, key)
+		default:
 			m.t.Fatalf("seed %d: error object %s (%d bytes) has no data object", m.seed, key, size)
 		}
 	}
 	m.readParquet(cov, pq)
 	if m.values != nil {
-		m.mergeUnits(s, cov, listed, voided, under)
+		m.mergeUnits(s, cov, listed, voided, under, valueErrors)
 	}
 	return cov
 }

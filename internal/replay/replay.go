@@ -171,13 +171,11 @@ type run struct {
 	plan Plan
 	st   state.State
 	res  Result
-	// pos is the last archived offset the target holds, when hasPos.
+	// pos is the last archived offset the target holds, when hasPos (the
+	// replay, this run or an earlier one, has produced into the target).
 	pos    uint64
 	hasPos bool
 	next   uint64 // the target's next offset
-	// produced: the replay (this run or an earlier one) has produced into
-	// the target.
-	produced bool
 	// unsettled: a send failed and may still land; the lease is left to
 	// expire rather than given back.
 	unsettled bool
@@ -226,9 +224,9 @@ func (ru *run) replay(ctx context.Context) error {
 		defer cancel()
 		_ = ru.State.Release(rctx, ru.st)
 	}()
-	// Not st.Messages > 0: a Reset (a re-created target) keeps the counts
-	// and clears HasWritten.
-	ru.pos, ru.hasPos, ru.produced = st.LastWritten, st.HasWritten, st.HasWritten
+	// HasWritten, not st.Messages > 0: a Reset (a re-created target)
+	// keeps the counts and clears HasWritten.
+	ru.pos, ru.hasPos = st.LastWritten, st.HasWritten
 	if err := ru.reconcile(ctx); err != nil {
 		return err
 	}
@@ -258,7 +256,7 @@ func (ru *run) reconcile(ctx context.Context) error {
 		return ru.settle(ctx, in)
 	}
 	if next == 0 {
-		if ru.produced {
+		if ru.hasPos {
 			return fmt.Errorf("%w: it is empty, and the replay's state says it holds the archive up to offset %d (removed by retention?); "+
 				"replay into a new topic, or delete the state item %s to replay into this one again", ErrTargetChanged, ru.pos, ru.st.Key.ID())
 		}
@@ -284,7 +282,7 @@ func (ru *run) reconcile(ctx context.Context) error {
 	case ours:
 		ru.res.Resumed = fmt.Sprintf("going on after archived offset %d", ru.pos)
 		return nil
-	case ru.produced:
+	case ru.hasPos:
 		return fmt.Errorf("%w: its last message (offset %d) is not this archive's; the replay's last is at or before it", ErrForeign, next-1)
 	case !ru.Opts.Append:
 		return fmt.Errorf("%w (%d of them): the replay would not keep the archive's offsets; pass -append to replay after them", ErrNotEmpty, next)
@@ -321,7 +319,7 @@ func (ru *run) identify(ctx context.Context, id uint64) error {
 	if err != nil {
 		return err
 	}
-	ru.st, ru.pos, ru.hasPos, ru.produced = st, 0, false, false
+	ru.st, ru.pos, ru.hasPos = st, 0, false
 	ru.res.Resumed = "the target partition was re-created since the last replay into it; replaying from the start"
 	return nil
 }
@@ -396,7 +394,7 @@ func (ru *run) adopt(ctx context.Context, at uint64) error {
 	if err != nil {
 		return err
 	}
-	ru.st, ru.pos, ru.hasPos, ru.produced = st, at, true, true
+	ru.st, ru.pos, ru.hasPos = st, at, true
 	return nil
 }
 
@@ -598,7 +596,7 @@ func (ru *run) flush(ctx context.Context, ch *chunk) error {
 	if err != nil {
 		return err
 	}
-	ru.st, ru.pos, ru.hasPos, ru.produced = st, last, true, true
+	ru.st, ru.pos, ru.hasPos = st, last, true
 	ru.next = target + n
 	for i, off := range ch.offsets {
 		if off != target+uint64(i) {
